@@ -1,0 +1,56 @@
+"""The value-only view: the values Excel (or the last writer) cached in the file.
+
+This is what value-only graders read (openpyxl ``data_only=True``). It computes
+nothing: a formula written by openpyxl has no cached value and reads as ``None``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import openpyxl
+
+from engines.base import EXCEL_ERROR_CODES, CellRef, ExcelError, WorkbookFailure, WorkbookValues
+from engines.sheets import resolve_sheet
+
+
+class CachedEngine:
+    name = "cached"
+    full = False
+
+    def __init__(self, read_formulas: bool = True):
+        self.read_formulas = read_formulas  # formulas explain disagreements; grading alone needs none
+
+    def version(self) -> str:
+        return f"openpyxl {openpyxl.__version__}"
+
+    def unavailable_reason(self) -> str | None:
+        return None
+
+    def evaluate(self, path: Path, cells: Sequence[CellRef]) -> WorkbookValues:
+        if not path.is_file():
+            return WorkbookValues(failure=WorkbookFailure("missing-file", f"{path} does not exist"))
+        try:
+            values_book = openpyxl.load_workbook(path, data_only=True)
+            formula_book = openpyxl.load_workbook(path, data_only=False) if self.read_formulas else None
+        except Exception as exc:  # openpyxl raises many kinds on a broken file; all mean unreadable
+            return WorkbookValues(failure=WorkbookFailure("unreadable-output", f"openpyxl cannot read it: {exc}"))
+        names = values_book.sheetnames
+        result = WorkbookValues(sheet_names=list(names))
+        for ref in cells:
+            sheet = resolve_sheet(ref.sheet, names)
+            if sheet is None:
+                continue
+            value = values_book[sheet].cell(ref.row, ref.column).value
+            if isinstance(value, str) and value in EXCEL_ERROR_CODES:
+                value = ExcelError(value)
+            result.cells[ref] = value
+            if formula_book is None:
+                continue
+            formula = formula_book[sheet].cell(ref.row, ref.column).value
+            if isinstance(formula, str) and formula.startswith("="):
+                result.formulas[ref] = formula
+            elif formula is not None and type(formula).__name__ in ("ArrayFormula", "DataTableFormula"):
+                result.formulas[ref] = str(getattr(formula, "text", formula))
+        return result

@@ -1,0 +1,126 @@
+"""IronCalc: a full recalculation in Rust, through its Python bindings.
+
+IronCalc recomputes every formula on load. Where it cannot compute a cell, regrade
+abstains instead of reporting a wrong value:
+
+- a function IronCalc does not know comes back lower-cased in the formula text
+  (``=_xlfn.aggregate(9,6,B2:B4)``) with ``#NAME?``; a target whose own formula
+  holds one abstains even when the value looks fine (``IFERROR`` can hide it), and
+  an erroring target abstains when any formula in the workbook holds one (the
+  error may come from there; regrade does not trace dependency cones yet);
+- ``#ERROR!`` is IronCalc's own parse-failure marker, not an Excel error
+  (structured references from tables written by openpyxl end up here).
+
+Numbers in date or time formats become ``datetime``/``time`` exactly as openpyxl
+reads a cached value, so the comparison policy sees both alike.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Sequence
+
+from openpyxl.styles.numbers import is_date_format, is_timedelta_format
+from openpyxl.utils.datetime import from_excel
+
+from engines.base import CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues
+from engines.sheets import resolve_sheet
+
+_UNKNOWN_FUNCTION = re.compile(r"(?<![A-Za-z0-9_.])((?:_xl[a-z]+\.)?[a-z][a-z0-9_.]*)\(")
+_STRING_LITERAL = re.compile(r'"(?:[^"]|"")*"')
+
+
+def unknown_functions(formula: str) -> list[str]:
+    """Functions IronCalc did not recognise in one of its formula texts (it lower-cases them)."""
+    code = _STRING_LITERAL.sub('""', formula)
+    names = (m.group(1) for m in _UNKNOWN_FUNCTION.finditer(code))
+    return sorted({n.upper().removeprefix("_XLFN.").removeprefix("_XLWS.") for n in names})
+
+
+class IronCalcEngine:
+    name = "ironcalc"
+    full = True
+
+    def version(self) -> str:
+        try:
+            import ironcalc
+        except ImportError:
+            return "not installed"
+        return f"ironcalc {ironcalc.__version__}"
+
+    def unavailable_reason(self) -> str | None:
+        try:
+            import ironcalc  # noqa: F401
+        except ImportError as exc:
+            return f"the ironcalc package is not installed ({exc}); pip install ironcalc"
+        return None
+
+    def evaluate(self, path: Path, cells: Sequence[CellRef]) -> WorkbookValues:
+        import ironcalc
+
+        if not path.is_file():
+            return WorkbookValues(failure=WorkbookFailure("missing-file", f"{path} does not exist"))
+        try:
+            model = ironcalc.load_from_xlsx(str(path))
+            model.evaluate()
+        except Exception as exc:  # WorkbookError and friends; a panic is handled by the worker
+            return WorkbookValues(failure=WorkbookFailure("load-failed", f"IronCalc cannot load it: {exc}"))
+        names = [p["name"] for p in model.get_worksheets_properties()]
+        result = WorkbookValues(sheet_names=names)
+        workbook_unknown: list[str] | None = None
+        for ref in cells:
+            sheet = resolve_sheet(ref.sheet, names)
+            if sheet is None:
+                continue
+            index = names.index(sheet)
+            formula = model.get_cell_formula(index, ref.row, ref.column)
+            value = _read_value(model, index, ref.row, ref.column)
+            if formula:
+                result.formulas[ref] = formula
+                own_unknown = unknown_functions(formula)
+                if own_unknown:
+                    value = CannotEvaluate("unsupported-function", f"IronCalc lacks {', '.join(own_unknown)}")
+                elif isinstance(value, ExcelError):
+                    if workbook_unknown is None:
+                        workbook_unknown = _workbook_unknown_functions(model)
+                    if workbook_unknown:
+                        value = CannotEvaluate(
+                            "unsupported-function",
+                            f"{value.code} while the workbook uses {', '.join(workbook_unknown)}, which IronCalc lacks",
+                        )
+            result.cells[ref] = value
+        return result
+
+
+def _read_value(model: Any, sheet: int, row: int, column: int) -> CellResult:
+    import ironcalc
+
+    kind = model.get_cell_type(sheet, row, column)
+    value = model.get_cell_value(sheet, row, column)
+    if kind == ironcalc.CellType.ErrorValue:
+        if value == "#ERROR!":
+            return CannotEvaluate("parse-error", "IronCalc could not parse the formula")
+        return ExcelError(str(value))
+    if kind == ironcalc.CellType.LogicalValue:
+        return bool(value)
+    if isinstance(value, float):
+        number_format = model.get_cell_style(sheet, row, column).get("num_fmt", "general")
+        if is_date_format(number_format):
+            try:
+                return from_excel(value, timedelta=is_timedelta_format(number_format))
+            except (OverflowError, ValueError):
+                return value
+        return value
+    if value == "" and model.is_empty_cell(sheet, row, column):
+        return None
+    return value
+
+
+def _workbook_unknown_functions(model: Any) -> list[str]:
+    found: set[str] = set()
+    for sheet, row, column in model.get_all_cells():
+        formula = model.get_cell_formula(sheet, row, column)
+        if formula:
+            found.update(unknown_functions(formula))
+    return sorted(found)

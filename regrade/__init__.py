@@ -1,0 +1,6 @@
+"""regrade: tell which spreadsheet-benchmark failures are real.
+
+The library behind the ``regrade`` command. Start with :func:`regrade.rescore.rescore`
+for the pipeline, :mod:`regrade.compare` for grading policies and
+:func:`regrade.paired.paired_table` for before/after tables.
+"""

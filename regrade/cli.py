@@ -1,0 +1,267 @@
+"""The ``regrade`` command line: parse, call the library, render, map errors to exit codes."""
+
+from __future__ import annotations
+
+import functools
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+from typing import Callable
+
+import click
+
+from engines.isolation import DEFAULT_TIMEOUT_S, IsolatedEngine
+from engines.registry import ENGINES, get_engine
+from regrade import demo as demo_run
+from regrade.compare import POLICIES, TargetError, get_policy
+from regrade.grading import GoldenError, grade, load_golden
+from regrade.paired import PairingError, paired_table
+from regrade.provenance import provenance
+from regrade.report import FORMATS, render
+from regrade.rescore import CaseResult, rescore
+from regrade.results import ResultsError, case_record, json_value, read_results, write_jsonl
+from regrade.runs import Case, RunError, manifest_cases, spreadsheetbench_cases
+from regrade.verdicts import ARTIFACT, VERDICTS
+
+FULL_ENGINES = [name for name, factory in ENGINES.items() if factory().full]
+LIBRARY_ERRORS = (RunError, ResultsError, PairingError, ValueError, OSError)
+
+
+def library_errors(command: Callable) -> Callable:
+    """Library errors become ``Error: ...`` and exit status 1; ``--debug`` keeps the traceback."""
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except LIBRARY_ERRORS as exc:
+            if click.get_current_context().find_root().params.get("debug"):
+                raise
+            raise click.ClickException(str(exc)) from exc
+
+    return wrapper
+
+
+def run_options(command: Callable) -> Callable:
+    """The options that say which run to load: a SpreadsheetBench folder or a manifest."""
+    options = [
+        click.option("--dataset", type=click.Path(path_type=Path, file_okay=False), help="SpreadsheetBench-layout folder (dataset.json, spreadsheet/)."),
+        click.option("--condition", "conditions", multiple=True, metavar="NAME=OUTDIR", help="A condition and its output folder (repeat). With --dataset."),
+        click.option("--stack", default="default", show_default=True, help="Stack (agent/model) label for --dataset runs."),
+        click.option("--benchmark", default="spreadsheetbench", show_default=True, help="Benchmark label for --dataset runs."),
+        click.option("--manifest", type=click.Path(path_type=Path, dir_okay=False), help="CSV or JSONL manifest of cases instead of --dataset."),
+        click.option("--policy", type=click.Choice(sorted(POLICIES)), default="spreadsheetbench", show_default=True, help="Which cells are graded and how values compare."),
+        click.option("--timeout", type=float, default=DEFAULT_TIMEOUT_S, show_default=True, help="Seconds an engine may spend on one workbook."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def load_cases(dataset: Path | None, conditions: tuple[str, ...], stack: str, benchmark: str, manifest: Path | None) -> list[Case]:
+    if (dataset is None) == (manifest is None):
+        raise click.UsageError("give either --dataset (with --condition NAME=OUTDIR) or --manifest")
+    if manifest is not None:
+        return manifest_cases(manifest)
+    parsed: dict[str, Path] = {}
+    for text in conditions:
+        name, sep, folder = text.partition("=")
+        if not sep or not name or not folder:
+            raise click.UsageError(f"--condition takes NAME=OUTDIR, got {text!r}")
+        parsed[name] = Path(folder)
+    assert dataset is not None
+    return spreadsheetbench_cases(dataset, parsed, stack=stack, benchmark=benchmark)
+
+
+def progress(total: int) -> Callable[[int, CaseResult], None]:
+    def report(number: int, result: CaseResult) -> None:
+        case = result.case
+        click.echo(f"[{number}/{total}] {case.condition} task {case.task_id} case {case.case}: {result.verdict}", err=True)
+
+    return report
+
+
+@click.group()
+@click.version_option(package_name="regrade")
+@click.option("--debug", is_flag=True, help="Show tracebacks instead of short error messages.")
+def main(debug: bool) -> None:
+    """regrade: find which spreadsheet-benchmark failures are real.
+
+    It grades each agent output twice: as value-only graders do (the values cached
+    in the file) and with a full formula engine that recomputes every formula, then
+    says which failures were grader artifacts and how paired tables change.
+
+    \b
+    Start with:  regrade demo
+    Then:        regrade rescore --dataset DATA --condition none=OUT_NONE \\
+                     --condition skills=OUT_SKILLS -o results.jsonl
+                 regrade table results.jsonl
+    """
+
+
+@main.command("grade")
+@run_options
+@click.option("--values", type=click.Choice(sorted(ENGINES)), default="cached", show_default=True, help="Where cell values come from: 'cached' reads the file's stored values; a full engine recomputes.")
+@click.option("--format", "fmt", type=click.Choice(["jsonl"]), default="jsonl", show_default=True)
+@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), help="Write here instead of stdout.")
+@library_errors
+def grade_command(dataset, conditions, stack, benchmark, manifest, policy, timeout, values, fmt, output):
+    """Grade every case with one source of values; one JSON line per case.
+
+    Each line has task_id, case, condition, passed (true, false, or null when the
+    engine could not evaluate it), reason, and the graded cells that did not match
+    (golden and output values).
+
+    \b
+    Example:
+      regrade grade --values ironcalc --policy spreadsheetbench \\
+          --dataset DATA --condition none=OUT_NONE
+    """
+    cases = load_cases(dataset, conditions, stack, benchmark, manifest)
+    chosen = get_policy(policy)
+    engine = IsolatedEngine(get_engine(values), timeout_s=timeout)
+    records = (_grade_record(case, chosen, engine) for case in cases)
+    if output is None:
+        for record in records:
+            click.echo(_json_line(record))
+    else:
+        count = write_jsonl(output, records)
+        click.echo(f"wrote {count} cases to {output}", err=True)
+
+
+def _grade_record(case: Case, policy, engine) -> dict:
+    base = {"stack": case.stack, "benchmark": case.benchmark, "condition": case.condition, "task_id": case.task_id,
+            "case": case.case, "trial": case.trial, "engine": engine.name, "policy": policy.name}
+    try:
+        golden = load_golden(case.answer_path)
+        targets = policy.targets(case.answer_position, case.answer_sheet, golden.extents)
+    except (GoldenError, TargetError) as exc:
+        official_fail = isinstance(exc, TargetError) and exc.reason == "official-grader-error"
+        reason = getattr(exc, "reason", "invalid-golden")
+        return {**base, "passed": False if official_fail else None, "reason": reason, "message": str(exc), "cells": []}
+    result = grade(policy, targets, golden, engine.name, engine.evaluate(case.output_path, targets))
+    cells = [{"cell": str(c.ref), "golden": json_value(c.golden), "value": json_value(c.value)} for c in result.cells]
+    return {**base, "passed": result.passed, "reason": result.reason, "message": result.message, "cells": cells}
+
+
+def _json_line(record: dict) -> str:
+    import json
+
+    return json.dumps(record, ensure_ascii=False, default=str)
+
+
+@main.command("rescore")
+@run_options
+@click.option("--engine", "full_engine", type=click.Choice(FULL_ENGINES), default="ironcalc", show_default=True, help="The full engine that recomputes formulas.")
+@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), required=True, help="Results file (JSON Lines) to write.")
+@library_errors
+def rescore_command(dataset, conditions, stack, benchmark, manifest, policy, timeout, full_engine, output):
+    """Grade every case value-only and with a full engine, and classify it.
+
+    Verdicts: confirmed-pass, confirmed-fail, artifact (the value-only grade failed a
+    correct output), false-pass (it passed a wrong one, e.g. a stale cache) and
+    unevaluable (the engine could not compute a graded cell). The results file starts
+    with a provenance record (versions, settings, sha256 of every input file); stdout
+    gets the count of each verdict.
+
+    Only IronCalc is wired in so far: cells using functions it lacks (AGGREGATE, ...)
+    are unevaluable rather than guessed.
+
+    \b
+    Example:
+      regrade rescore --dataset DATA --condition none=OUT_NONE \\
+          --condition skills=OUT_SKILLS -o results.jsonl
+    """
+    cases = load_cases(dataset, conditions, stack, benchmark, manifest)
+    results = run_rescore(cases, policy, full_engine, timeout, output, {"command": "rescore"})
+    click.echo(render(["verdict", "cases"], verdict_counts(results), "table"))
+
+
+def run_rescore(cases: list[Case], policy: str, full_engine: str, timeout: float, output: Path, settings: dict) -> list[CaseResult]:
+    chosen = get_policy(policy)
+    shallow = IsolatedEngine(get_engine("cached"), timeout_s=timeout)
+    full = IsolatedEngine(get_engine(full_engine), timeout_s=timeout)
+    results = list(rescore(cases, chosen, shallow, full, on_result=progress(len(cases))))
+    inputs = [p for c in cases for p in (c.output_path, c.answer_path)]
+    record = provenance(
+        {**settings, "policy": chosen.name, "shallow": shallow.name, "full": full.name, "timeout_s": timeout},
+        {e.name: e.version() for e in (shallow, full)},
+        inputs,
+    )
+    write_jsonl(output, [record, *(case_record(r) for r in results)])
+    click.echo(f"wrote {len(results)} cases to {output}", err=True)
+    return results
+
+
+def verdict_counts(results: list[CaseResult]) -> list[dict]:
+    counts = Counter(r.verdict for r in results)
+    return [{"verdict": v, "cases": counts.get(v, 0)} for v in VERDICTS]
+
+
+TABLE_COLUMNS = ["stack", "benchmark", "condition", "grading", "n", "pass_rate_baseline", "pass_rate_treatment",
+                 "gains", "regressions", "retained", "residual", "net"]
+
+
+@main.command("table")
+@click.argument("results", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--baseline", default="none", show_default=True, help="The condition every other condition is paired against.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@library_errors
+def table_command(results, baseline, fmt):
+    """Paired table before and after regrading, per (stack, benchmark, condition).
+
+    For each condition against the baseline, paired on task (a task passes when all
+    its test cases pass): n, pass rates, gains (fail to pass), regressions (pass to
+    fail), retained, residual and net = gains - regressions, once with the original
+    grades (original_pass, else the value-only grade) and once regraded (the full
+    grade where the engine could evaluate the case). Statistics come later.
+
+    \b
+    Example:
+      regrade table results.jsonl --baseline none --format markdown
+    """
+    meta, records = read_results(results)
+    rows = [_comparison_row(c) for c in paired_table(records, baseline)]
+    click.echo(render(TABLE_COLUMNS, rows, fmt, {"provenance": meta, "baseline": baseline}))
+
+
+def _comparison_row(comparison) -> dict:
+    return {**comparison.__dict__, "net": comparison.net}
+
+
+@main.command("demo")
+@click.option("--run", "run_dir", type=click.Path(path_type=Path, file_okay=False), default=demo_run.DEMO_RUN, show_default=True, help="A demo run folder (dataset/ and outputs/<condition>/).")
+@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), help="Keep the results file here (default: a temporary file).")
+@library_errors
+def demo_command(run_dir, output):
+    """Rescore the bundled demo run and show what regrading changes.
+
+    The demo holds real SpreadsheetBench tasks and three conditions (none and two
+    skill libraries) whose outputs include correct answers written as formulas with
+    no cached values, genuinely wrong answers, and a stale cache hiding a wrong
+    formula. It prints the verdicts, the paired table before and after regrading,
+    and how many failures were grader artifacts.
+
+    \b
+    Example:
+      regrade demo
+    """
+    conditions = demo_run.conditions(run_dir)
+    cases = spreadsheetbench_cases(run_dir / "dataset", conditions, stack="demo-agent", benchmark="spreadsheetbench")
+    with tempfile.TemporaryDirectory() as scratch:
+        target = output or Path(scratch) / "results.jsonl"
+        results = run_rescore(cases, "spreadsheetbench", "ironcalc", DEFAULT_TIMEOUT_S, target, {"command": "demo"})
+        _, records = read_results(target)
+    click.echo(render(["verdict", "cases"], verdict_counts(results), "table"))
+    click.echo("")
+    rows = [_comparison_row(c) for c in paired_table(records, "none")]
+    click.echo(render(TABLE_COLUMNS, rows, "table"))
+    failures = [r for r in results if r.shallow_pass is False]
+    artifacts = [r for r in results if r.verdict == ARTIFACT]
+    click.echo("")
+    click.echo(f"{len(artifacts)} of {len(failures)} value-only failures were grader artifacts (correct when recomputed).")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

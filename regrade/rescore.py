@@ -1,0 +1,90 @@
+"""Rescoring: grade each case twice (value-only and recomputed) and classify it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Iterator
+
+from engines.base import CellRef, Engine
+from regrade.compare import Policy, TargetError
+from regrade.grading import Golden, GoldenError, Grade, load_golden, grade
+from regrade.runs import Case
+from regrade.verdicts import CONFIRMED_FAIL, UNEVALUABLE, cell_reason, classify
+
+
+@dataclass
+class CellDisagreement:
+    ref: CellRef
+    formula: str | None
+    golden: object
+    shallow: object
+    full: object
+    reason: str
+
+
+@dataclass
+class CaseResult:
+    case: Case
+    shallow_pass: bool | None
+    full_pass: bool | None
+    verdict: str
+    reasons: list[str]
+    message: str = ""
+    cells: list[CellDisagreement] = field(default_factory=list)
+
+
+def rescore_case(case: Case, policy: Policy, shallow: Engine, full: Engine) -> CaseResult:
+    """Grade ``case`` with the value-only view and a full engine, and classify it."""
+    try:
+        golden = load_golden(case.answer_path)
+    except GoldenError as exc:
+        return CaseResult(case, None, None, UNEVALUABLE, ["invalid-golden"], str(exc))
+    try:
+        targets = policy.targets(case.answer_position, case.answer_sheet, golden.extents)
+    except TargetError as exc:
+        if exc.reason == "official-grader-error":  # the official grader fails it whatever the values
+            return CaseResult(case, False, False, CONFIRMED_FAIL, [exc.reason], str(exc))
+        return CaseResult(case, None, None, UNEVALUABLE, [exc.reason], f"task {case.task_id}: {exc}")
+    if not case.output_path.exists():
+        return CaseResult(case, False, False, CONFIRMED_FAIL, ["missing-output"], f"{case.output_path} does not exist")
+
+    shallow_grade = grade(policy, targets, golden, shallow.name, shallow.evaluate(case.output_path, targets))
+    full_grade = grade(policy, targets, golden, full.name, full.evaluate(case.output_path, targets))
+    shallow_pass = bool(shallow_grade.passed)  # a value-only grader counts any failure to read as a fail
+    full_pass = full_grade.passed
+    if shallow_grade.reason == "unreadable-output" and full_pass is None:
+        full_pass = False  # no reader accepts the file: the output itself is broken
+        full_grade.reason = "unreadable-output"
+    verdict = classify(shallow_pass, full_pass)
+    cells = _disagreements(golden, shallow_grade, full_grade)
+    reasons = [r for r in (shallow_grade.reason, full_grade.reason) if r and r != "wrong-value"]
+    reasons += [c.reason for c in cells]
+    message = full_grade.message or shallow_grade.message
+    return CaseResult(case, shallow_pass, full_pass, verdict, sorted(set(reasons)), message, cells)
+
+
+def _disagreements(golden: Golden, shallow: Grade, full: Grade) -> list[CellDisagreement]:
+    shallow_bad = {c.ref for c in shallow.cells}
+    full_bad = {c.ref for c in full.cells}
+    cells = []
+    for ref in sorted(shallow_bad | full_bad):
+        stored = shallow.values.get(ref)
+        computed = full.values.get(ref)
+        formula = shallow.formulas.get(ref) or full.formulas.get(ref)
+        reason = cell_reason(ref not in shallow_bad, computed, ref not in full_bad, stored, formula)
+        cells.append(CellDisagreement(ref, formula, golden.value(ref), stored, computed, reason))
+    return cells
+
+
+def rescore(
+    cases: Iterable[Case],
+    policy: Policy,
+    shallow: Engine,
+    full: Engine,
+    on_result: Callable[[int, CaseResult], None] | None = None,
+) -> Iterator[CaseResult]:
+    for number, case in enumerate(cases, start=1):
+        result = rescore_case(case, policy, shallow, full)
+        if on_result is not None:
+            on_result(number, result)
+        yield result

@@ -1,0 +1,113 @@
+"""Results files: JSON Lines, a provenance record first, then one record per case.
+
+A results file is written to a temporary name beside the target and renamed into
+place only when complete, so an interrupted run never leaves a truncated file
+where a complete one was.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Iterable
+
+from engines.base import CannotEvaluate, CellResult, ExcelError
+from regrade.rescore import CaseResult
+
+
+class ResultsError(Exception):
+    """A results file that cannot be read."""
+
+
+def json_value(value: CellResult | object) -> object:
+    """A cell value as JSON: errors as their code, abstentions as an object, dates as ISO text."""
+    if isinstance(value, ExcelError):
+        return value.code
+    if isinstance(value, CannotEvaluate):
+        return {"cannot_evaluate": value.reason, "detail": value.detail}
+    if isinstance(value, (dt.datetime, dt.date, dt.time)):
+        return value.isoformat()
+    if isinstance(value, dt.timedelta):
+        return value.total_seconds() / 86400
+    if isinstance(value, float) and value != value:
+        return "NaN"
+    return value
+
+
+def case_record(result: CaseResult) -> dict:
+    case = result.case
+    return {
+        "record": "case",
+        "stack": case.stack,
+        "benchmark": case.benchmark,
+        "condition": case.condition,
+        "task_id": case.task_id,
+        "case": case.case,
+        "trial": case.trial,
+        "output_path": str(case.output_path),
+        "answer_path": str(case.answer_path),
+        "original_pass": case.original_pass,
+        "shallow_pass": result.shallow_pass,
+        "full_pass": result.full_pass,
+        "verdict": result.verdict,
+        "reasons": result.reasons,
+        "message": result.message,
+        "cells": [
+            {
+                "cell": str(c.ref),
+                "formula": c.formula,
+                "golden": json_value(c.golden),
+                "shallow": json_value(c.shallow),
+                "full": json_value(c.full),
+                "reason": c.reason,
+            }
+            for c in result.cells
+        ],
+    }
+
+
+def write_jsonl(path: Path, records: Iterable[dict]) -> int:
+    """Write records atomically; returns how many were written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = tempfile.NamedTemporaryFile(
+        "w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.", suffix=".partial", delete=False
+    )
+    count = 0
+    try:
+        with handle:
+            for record in records:
+                handle.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+                count += 1
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(handle.name, path)
+    except BaseException:
+        Path(handle.name).unlink(missing_ok=True)
+        raise
+    return count
+
+
+def read_results(path: Path) -> tuple[dict | None, list[dict]]:
+    """The provenance record (if any) and the case records of a results file."""
+    if not path.is_file():
+        raise ResultsError(f"results file {path} does not exist")
+    provenance, cases = None, []
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ResultsError(f"{path} line {number} is not JSON: {exc}") from exc
+            kind = record.get("record", "case")
+            if kind == "provenance":
+                provenance = record
+            elif kind == "case":
+                cases.append(record)
+    if not cases:
+        raise ResultsError(f"{path} holds no case records")
+    return provenance, cases

@@ -1,0 +1,176 @@
+"""Loading a benchmark run from disk into :class:`Case` records.
+
+Two layouts are read:
+
+- SpreadsheetBench: ``DATASET/dataset.json`` with goldens
+  ``DATASET/spreadsheet/<id>/<n>_<id>_answer.xlsx`` (Verified: ``1_<id>_golden.xlsx``)
+  and, for each condition, an output folder holding ``<n>_<id>_output.xlsx``
+  (directly, or under ``<id>/``). A file name with a space before ``.xlsx`` is found too.
+- A manifest (CSV or JSONL) with columns ``stack, benchmark, condition, task_id,
+  case, output_path, answer_path, answer_position`` and optional ``trial``,
+  ``original_pass``, ``answer_sheet``; paths are relative to the manifest's folder.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+
+class RunError(Exception):
+    """A run that cannot be loaded at all (as opposed to one bad case)."""
+
+
+class Case(BaseModel):
+    """One graded output of one test case of one task under one condition."""
+
+    model_config = ConfigDict(frozen=True)
+
+    stack: str = "default"
+    benchmark: str = "spreadsheetbench"
+    condition: str
+    task_id: str
+    case: int
+    trial: int = 1
+    output_path: Path
+    answer_path: Path
+    answer_position: str
+    answer_sheet: str | None = None
+    original_pass: bool | None = None
+
+    @field_validator("task_id", mode="before")
+    @classmethod
+    def _task_id_text(cls, value: object) -> str:
+        return str(value)
+
+    @property
+    def key(self) -> tuple[str, str, str, str, int, int]:
+        return (self.stack, self.benchmark, self.condition, self.task_id, self.case, self.trial)
+
+
+def load_dataset(dataset_dir: Path) -> list[dict]:
+    path = dataset_dir / "dataset.json"
+    if not path.is_file():
+        raise RunError(f"{dataset_dir} has no dataset.json: is it a SpreadsheetBench folder?")
+    try:
+        records = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise RunError(f"{path} is not valid JSON: {exc}") from exc
+    if not isinstance(records, list):
+        raise RunError(f"{path} must hold a list of task records")
+    return records
+
+
+def golden_files(dataset_dir: Path, task_id: str) -> dict[int, Path]:
+    """The golden file of each test case of a task, by case number."""
+    folder = dataset_dir / "spreadsheet" / task_id
+    found: dict[int, Path] = {}
+    if not folder.is_dir():
+        return found
+    pattern = re.compile(rf"^(\d+)_{re.escape(task_id)}_(answer|golden) ?\.xlsx$")
+    for path in sorted(folder.iterdir()):
+        match = pattern.match(path.name)
+        if match:
+            found[int(match.group(1))] = path
+    return found
+
+
+def find_output(output_dir: Path, task_id: str, case: int) -> Path:
+    """Where a condition's output for (task, case) is, or where it should have been."""
+    name = f"{case}_{task_id}_output.xlsx"
+    for candidate in (output_dir / name, output_dir / task_id / name, output_dir / f"{case}_{task_id}_output .xlsx"):
+        if candidate.exists():
+            return candidate
+    return output_dir / name
+
+
+def spreadsheetbench_cases(
+    dataset_dir: Path, conditions: dict[str, Path], stack: str = "default", benchmark: str = "spreadsheetbench"
+) -> list[Case]:
+    """Every (condition, task, test case) of a SpreadsheetBench-layout run."""
+    if not conditions:
+        raise RunError("name at least one condition: --condition NAME=OUTPUT_DIR")
+    for name, folder in conditions.items():
+        if not folder.is_dir():
+            raise RunError(f"output folder {folder} of condition {name!r} does not exist")
+    cases: list[Case] = []
+    for record in load_dataset(dataset_dir):
+        task_id = str(record["id"])
+        goldens = golden_files(dataset_dir, task_id)
+        for condition, output_dir in conditions.items():
+            for number, golden in goldens.items():
+                cases.append(
+                    Case(
+                        stack=stack,
+                        benchmark=benchmark,
+                        condition=condition,
+                        task_id=task_id,
+                        case=number,
+                        output_path=find_output(output_dir, task_id, number),
+                        answer_path=golden,
+                        answer_position=record.get("answer_position", ""),
+                        answer_sheet=record.get("answer_sheet"),
+                    )
+                )
+    return cases
+
+
+MANIFEST_COLUMNS = ("stack", "benchmark", "condition", "task_id", "case", "output_path", "answer_path", "answer_position")
+
+
+def manifest_cases(manifest: Path) -> list[Case]:
+    """Cases from a CSV or JSONL manifest."""
+    if not manifest.is_file():
+        raise RunError(f"manifest {manifest} does not exist")
+    rows = _read_rows(manifest)
+    base = manifest.parent
+    cases = []
+    for number, row in enumerate(rows, start=1):
+        missing = [c for c in MANIFEST_COLUMNS if row.get(c) in (None, "")]
+        if missing:
+            raise RunError(f"{manifest} row {number} lacks {', '.join(missing)}")
+        fields = dict(row)
+        fields["output_path"] = base / str(row["output_path"])
+        fields["answer_path"] = base / str(row["answer_path"])
+        fields["original_pass"] = _optional_bool(row.get("original_pass"), manifest, number)
+        for optional in ("trial", "answer_sheet"):
+            if fields.get(optional) in ("", None):
+                fields.pop(optional, None)
+        try:
+            cases.append(Case.model_validate(fields))
+        except ValidationError as exc:
+            raise RunError(f"{manifest} row {number}: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}") from exc
+    return cases
+
+
+def _read_rows(manifest: Path) -> list[dict]:
+    text = manifest.read_text(encoding="utf-8-sig")
+    if manifest.suffix.lower() in (".jsonl", ".ndjson"):
+        rows = []
+        for number, line in enumerate(text.splitlines(), start=1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise RunError(f"{manifest} line {number} is not JSON: {exc}") from exc
+        return rows
+    if manifest.suffix.lower() == ".csv":
+        return list(csv.DictReader(text.splitlines()))
+    raise RunError(f"manifest {manifest} must end in .csv or .jsonl")
+
+
+def _optional_bool(value: object, manifest: Path, number: int) -> bool | None:
+    if value in (None, ""):
+        return None
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "pass", "yes"):
+        return True
+    if text in ("0", "false", "fail", "no"):
+        return False
+    raise RunError(f"{manifest} row {number}: original_pass {value!r} is not a boolean")

@@ -1,0 +1,145 @@
+"""The command line: exact output of each command, help, and error exit codes."""
+
+import json
+import shutil
+
+import pytest
+from click.testing import CliRunner
+
+from regrade.cli import main
+from tests.conftest import DEMO
+
+GOLDEN = DEMO / "dataset" / "spreadsheet" / "59511" / "1_59511_answer.xlsx"
+
+
+@pytest.fixture
+def manifest(tmp_path):
+    """Two conditions of task 59511 case 1: an Excel-written answer and a stale cache."""
+    for condition in ("none", "community"):
+        (tmp_path / condition).mkdir()
+        shutil.copyfile(DEMO / "outputs" / condition / "1_59511_output.xlsx", tmp_path / condition / "out.xlsx")
+    shutil.copyfile(GOLDEN, tmp_path / "answer.xlsx")
+    rows = [{"stack": "s", "benchmark": "b", "condition": c, "task_id": "59511", "case": 1,
+             "output_path": f"{c}/out.xlsx", "answer_path": "answer.xlsx", "answer_position": "F2:F6"}
+            for c in ("none", "community")]
+    path = tmp_path / "manifest.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def test_grade_prints_one_json_line_per_case(manifest):
+    result = invoke("grade", "--values", "ironcalc", "--manifest", manifest)
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert lines == [
+        {"stack": "s", "benchmark": "b", "condition": "none", "task_id": "59511", "case": 1, "trial": 1,
+         "engine": "ironcalc", "policy": "spreadsheetbench", "passed": True, "reason": None, "message": "", "cells": []},
+        {"stack": "s", "benchmark": "b", "condition": "community", "task_id": "59511", "case": 1, "trial": 1,
+         "engine": "ironcalc", "policy": "spreadsheetbench", "passed": False, "reason": "wrong-value",
+         "message": "2 of 5 graded cells differ from the golden",
+         # ROUND(300/1000) = 0 and ROUND(7200/1000) = 7, where the golden's ROUNDUP gives 1 and 8
+         "cells": [{"cell": "Sheet1!F2", "golden": 1, "value": 0.0}, {"cell": "Sheet1!F5", "golden": 8, "value": 7.0}]},
+    ]
+
+
+def test_grade_with_cached_values_passes_the_stale_cache(manifest):
+    result = invoke("grade", "--values", "cached", "--manifest", manifest)
+    assert [json.loads(line)["passed"] for line in result.stdout.splitlines()] == [True, True]
+
+
+def test_rescore_writes_provenance_then_cases_and_prints_verdict_counts(manifest, tmp_path):
+    out = tmp_path / "results.jsonl"
+    result = invoke("rescore", "--manifest", manifest, "-o", out)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == (
+        "verdict         cases\n"
+        "--------------  -----\n"
+        "confirmed-pass      1\n"
+        "confirmed-fail      0\n"
+        "artifact            0\n"
+        "false-pass          1\n"
+        "unevaluable         0\n"
+    )
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    provenance, none, community = records
+    assert provenance["record"] == "provenance" and provenance["format_version"] == 1
+    assert provenance["settings"]["policy"] == "spreadsheetbench"
+    assert set(provenance["engines"]) == {"cached", "ironcalc"}
+    assert len(provenance["inputs"]) == 3 and all(len(d) == 64 for d in provenance["inputs"].values())
+    assert (none["verdict"], community["verdict"], community["reasons"]) == ("confirmed-pass", "false-pass", ["stale-cache"])
+    assert community["cells"][0] == {"cell": "Sheet1!F2", "formula": "=ROUND(E2/1000,0)", "golden": 1, "shallow": 1,
+                                     "full": 0.0, "reason": "stale-cache"}
+
+
+def test_table_before_and_after(manifest, tmp_path):
+    out = tmp_path / "results.jsonl"
+    invoke("rescore", "--manifest", manifest, "-o", out)
+    result = invoke("table", out)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == (
+        "stack  benchmark  condition  grading   n  pass_rate_baseline  pass_rate_treatment  gains  regressions  retained  residual  net\n"
+        "-----  ---------  ---------  --------  -  ------------------  -------------------  -----  -----------  --------  --------  ---\n"
+        "s      b          community  original  1               1.000                1.000      0            0         1         0    0\n"
+        "s      b          community  regraded  1               1.000                0.000      0            1         0         0   -1\n"
+    )
+    assert invoke("table", out, "--format", "csv").stdout.splitlines()[2] == "s,b,community,regraded,1,1.0,0.0,0,1,0,0,-1"
+    assert invoke("table", out, "--format", "markdown").stdout.splitlines()[1].startswith("|---|")
+    payload = json.loads(invoke("table", out, "--format", "json").stdout)
+    assert payload["format_version"] == 1 and payload["provenance"]["record"] == "provenance"
+    assert payload["rows"][1]["regressions"] == 1
+
+
+def test_demo_prints_verdicts_table_and_artifact_count():
+    result = invoke("demo")
+    assert result.exit_code == 0, result.output
+    # the verdicts of fixtures/demo-run/expected.json, worked out by hand in fixtures/make_demo.py:
+    # none: 6 confirmed-pass, 9 confirmed-fail; anthropic: 12 artifact, 3 unevaluable (AGGREGATE);
+    # community: 4 confirmed-pass, 3 artifact, 2 false-pass, 6 confirmed-fail.
+    # Value-only failures: 15 confirmed-fail + 15 artifact + 3 unevaluable = 33.
+    # Tasks (all cases must pass): none passes 34469 and 59511; anthropic regraded passes all but
+    # 34469 (unevaluable keeps its original fail); community regraded loses 59511 (false passes).
+    assert result.stdout == (
+        "verdict         cases\n"
+        "--------------  -----\n"
+        "confirmed-pass     10\n"
+        "confirmed-fail     15\n"
+        "artifact           15\n"
+        "false-pass          2\n"
+        "unevaluable         3\n"
+        "\n"
+        "stack       benchmark         condition  grading   n  pass_rate_baseline  pass_rate_treatment  gains  regressions  retained  residual  net\n"
+        "----------  ----------------  ---------  --------  -  ------------------  -------------------  -----  -----------  --------  --------  ---\n"
+        "demo-agent  spreadsheetbench  anthropic  original  5               0.400                0.000      0            2         0         3   -2\n"
+        "demo-agent  spreadsheetbench  community  original  5               0.400                0.400      0            0         2         3    0\n"
+        "demo-agent  spreadsheetbench  anthropic  regraded  5               0.400                0.800      3            1         1         0    2\n"
+        "demo-agent  spreadsheetbench  community  regraded  5               0.400                0.400      1            1         1         2    0\n"
+        "\n"
+        "15 of 33 value-only failures were grader artifacts (correct when recomputed).\n"
+    )
+
+
+def test_errors_are_short_messages_with_exit_status_1(tmp_path):
+    result = invoke("table", tmp_path / "nope.jsonl")
+    assert result.exit_code == 1
+    assert result.stderr == f"Error: results file {tmp_path / 'nope.jsonl'} does not exist\n"
+
+
+def test_usage_errors_exit_2():
+    result = invoke("grade")
+    assert result.exit_code == 2
+    assert "give either --dataset (with --condition NAME=OUTDIR) or --manifest" in result.stderr
+
+
+@pytest.mark.parametrize("command", sorted(main.commands))
+def test_every_command_has_help_with_an_example(command):
+    result = invoke(command, "--help")
+    assert result.exit_code == 0
+    assert "Example" in result.stdout and f"regrade {command}" in result.stdout
+
+
+def test_top_level_help_says_what_regrade_does():
+    assert "find which spreadsheet-benchmark failures are real" in invoke("--help").stdout

@@ -1,0 +1,48 @@
+"""SpreadsheetBench's value rules, with the expected results worked out by hand."""
+
+import datetime as dt
+
+import pytest
+
+from engines.base import CannotEvaluate, ExcelError
+from regrade.compare import SheetExtent, SpreadsheetBenchPolicy, get_policy, spreadsheetbench_equal
+
+
+@pytest.mark.parametrize(
+    "golden, output, equal",
+    [
+        (1, 1.004, True),  # both round to 1.0
+        (1, 1.006, False),  # 1.0 vs 1.01
+        (3.5, "3.5", True),  # numeric text becomes a number
+        (True, 1, True),  # a bool is an int in Python, so it rounds to 1.0
+        ("TRUE", True, False),  # text vs number
+        (None, "", True),
+        ("", None, True),
+        (0, None, False),
+        ("abc", "abc ", False),
+        (dt.datetime(2024, 1, 2), 45293, True),  # round(serial 45293.0, 0) and round(45293.0, 2): both float 45293.0
+        (dt.datetime(2024, 1, 2), 45293.4, False),  # 45293.0 vs 45293.4
+        (dt.datetime(2024, 1, 2), dt.datetime(2024, 1, 2, 11), True),  # 45293.46 rounds to 45293
+        (dt.time(12, 30), dt.time(12, 30, 59), True),  # str()[:-3]: "12:30:00" -> "12:30", "12:30:59" -> "12:30"
+        (dt.time(12, 30), dt.time(12, 31), False),  # "12:30" vs "12:31"
+        (ExcelError("#N/A"), "#N/A", True),  # a cached error reads as its code text
+    ],
+)
+def test_value_rules(golden, output, equal):
+    assert spreadsheetbench_equal(golden, output) is equal
+
+
+def test_an_abstention_cannot_be_compared():
+    with pytest.raises(ValueError):
+        spreadsheetbench_equal(1, CannotEvaluate("timeout"))
+
+
+def test_correct_policy_uses_answer_sheet_when_the_position_names_none():
+    extents = [SheetExtent("Data", 10, 5), SheetExtent("Result", 3, 2)]
+    targets = SpreadsheetBenchPolicy().targets("A1:A2", "Result", extents)
+    assert [str(t) for t in targets] == ["Result!A1", "Result!A2"]
+
+
+def test_unknown_policy_is_a_clear_error():
+    with pytest.raises(ValueError, match="unknown policy 'nope'"):
+        get_policy("nope")

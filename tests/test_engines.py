@@ -1,0 +1,121 @@
+"""Real engines on real files; every expected value is computed by hand beside it."""
+
+import datetime as dt
+import os
+import signal
+import time
+
+import pytest
+
+from engines.base import CannotEvaluate, CellRef, ExcelError
+from engines.cached import CachedEngine
+from engines.ironcalc_ import IronCalcEngine, unknown_functions
+from engines.isolation import IsolatedEngine
+from tests.conftest import DEMO
+
+
+def ref(coordinate: str, sheet: str = "Sheet1") -> CellRef:
+    from openpyxl.utils.cell import coordinate_from_string, column_index_from_string
+
+    column, row = coordinate_from_string(coordinate)
+    return CellRef(sheet, row, column_index_from_string(column))
+
+
+def test_ironcalc_recomputes_formulas_that_have_no_cached_value(workbook):
+    path = workbook({"A1": 2, "A2": 3.5, "A3": "=A1*A2", "A4": '=IF(A3>5,"big","small")', "A5": "=A1>A2",
+                     "A6": "=1/0", "A7": '=_xlfn.XLOOKUP("b",B1:B2,C1:C2)', "B1": "a", "B2": "b", "C1": 10, "C2": 20})
+    cells = [ref(c) for c in ("A3", "A4", "A5", "A6", "A7")]
+    values = IronCalcEngine().evaluate(path, cells).cells
+    assert values[ref("A3")] == 7.0  # 2 * 3.5
+    assert values[ref("A4")] == "big"  # 7 > 5
+    assert values[ref("A5")] is False  # 2 > 3.5 is false
+    assert values[ref("A6")] == ExcelError("#DIV/0!")
+    assert values[ref("A7")] == 20.0  # "b" is found in B2, so C2
+    cached = CachedEngine().evaluate(path, cells).cells
+    assert cached[ref("A3")] is None  # openpyxl wrote no cached value
+
+
+def test_ironcalc_recomputes_rather_than_echoing_a_stale_cache():
+    # community's 1_59511 output: F2 holds =ROUND(E2/1000,0) with E2=300, but the cached
+    # value left by Excel's ROUNDUP is 1. ROUND(0.3, 0) is 0.
+    path = DEMO / "outputs" / "community" / "1_59511_output.xlsx"
+    assert CachedEngine().evaluate(path, [ref("F2")]).cells[ref("F2")] == 1
+    assert IronCalcEngine().evaluate(path, [ref("F2")]).cells[ref("F2")] == 0.0
+
+
+def test_dates_are_read_as_openpyxl_reads_a_cached_date(tmp_path):
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    book.active["A1"] = "=DATE(2024,1,2)"
+    book.active["A1"].number_format = "yyyy-mm-dd"
+    book.save(tmp_path / "d.xlsx")
+    values = IronCalcEngine().evaluate(tmp_path / "d.xlsx", [ref("A1", "Sheet")]).cells
+    assert values[ref("A1", "Sheet")] == dt.datetime(2024, 1, 2)
+
+
+def test_unknown_functions_abstain_instead_of_guessing(workbook):
+    path = workbook({"A1": 1, "A2": 2, "A3": "=_xlfn.AGGREGATE(9,6,A1:A2)", "A4": "=IFERROR(_xlfn.AGGREGATE(9,6,A1:A2),7)",
+                     "A5": "=A3+1", "A6": "=A1+A2"})
+    values = IronCalcEngine().evaluate(path, [ref(c) for c in ("A3", "A4", "A5", "A6")]).cells
+    assert values[ref("A3")] == CannotEvaluate("unsupported-function", "IronCalc lacks AGGREGATE")
+    assert isinstance(values[ref("A4")], CannotEvaluate)  # IFERROR would hide it behind 7
+    assert isinstance(values[ref("A5")], CannotEvaluate)  # #NAME? flows in from A3
+    assert values[ref("A6")] == 3.0  # 1 + 2: unaffected cells are still computed
+
+
+def test_unknown_function_names_ignore_string_literals():
+    assert unknown_functions('=_xlfn.aggregate(9,6,A1:A2)&"foo(x)"') == ["AGGREGATE"]
+    assert unknown_functions("=SUM(A1:A2)") == []
+
+
+def test_missing_and_corrupt_files_are_workbook_failures(tmp_path):
+    corrupt = tmp_path / "corrupt.xlsx"
+    corrupt.write_bytes(b"this is not a zip file")
+    for engine in (CachedEngine(), IronCalcEngine()):
+        assert engine.evaluate(tmp_path / "nope.xlsx", []).failure.reason == "missing-file"
+    assert CachedEngine().evaluate(corrupt, []).failure.reason == "unreadable-output"
+    assert IronCalcEngine().evaluate(corrupt, []).failure.reason == "load-failed"
+
+
+class PanickingEngine(IronCalcEngine):
+    def evaluate(self, path, cells):
+        import ironcalc
+
+        ironcalc.test_panic()  # a real Rust panic: a BaseException, not an Exception
+
+
+class SegfaultingEngine(IronCalcEngine):
+    def evaluate(self, path, cells):
+        os.kill(os.getpid(), signal.SIGSEGV)
+
+
+class SleepingEngine(IronCalcEngine):
+    def evaluate(self, path, cells):
+        time.sleep(30)
+
+
+class GreedyEngine(IronCalcEngine):
+    def evaluate(self, path, cells):
+        return bytearray(2 * 1024**3)
+
+
+@pytest.mark.parametrize(
+    "engine, reason, words",
+    [
+        (PanickingEngine(), "crashed", "PanicException"),
+        (SegfaultingEngine(), "crashed", "SIGSEGV"),
+        (SleepingEngine(), "timeout", "longer than 1 s"),
+        (GreedyEngine(), "memory-limit", "more than 512 MB"),
+    ],
+)
+def test_isolation_turns_crashes_timeouts_and_memory_into_failures(engine, reason, words, workbook):
+    path = workbook({"A1": 1})
+    failure = IsolatedEngine(engine, timeout_s=1, memory_mb=512).evaluate(path, [ref("A1")]).failure
+    assert failure.reason == reason
+    assert words in failure.detail
+
+
+def test_isolated_engine_returns_the_same_values(workbook):
+    path = workbook({"A1": 4, "A2": "=A1*A1"})
+    assert IsolatedEngine(IronCalcEngine()).evaluate(path, [ref("A2")]).cells == {ref("A2"): 16.0}
