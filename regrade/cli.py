@@ -174,16 +174,23 @@ def rescore_command(dataset, conditions, stack, benchmark, manifest, policy, tim
           --condition skills=OUT_SKILLS -o results.jsonl
     """
     cases = load_cases(dataset, conditions, stack, benchmark, manifest)
-    results = run_rescore(cases, policy, full_engine, timeout, output, {"command": "rescore"})
+    results = run_rescore(cases, policy, full_engine, timeout, output, {"command": "rescore"}, run_files(dataset, manifest))
     click.echo(render(["verdict", "cases"], verdict_counts(results), "table"))
 
 
-def run_rescore(cases: list[Case], policy: str, full_engine: str, timeout: float, output: Path, settings: dict) -> list[CaseResult]:
+def run_files(dataset: Path | None, manifest: Path | None) -> list[Path]:
+    """The files that describe a run, for provenance."""
+    return [dataset / "dataset.json"] if dataset is not None else [manifest] if manifest is not None else []
+
+
+def run_rescore(
+    cases: list[Case], policy: str, full_engine: str, timeout: float, output: Path, settings: dict, described_by: list[Path]
+) -> list[CaseResult]:
     chosen = get_policy(policy)
     shallow = IsolatedEngine(get_engine("cached"), timeout_s=timeout)
     full = IsolatedEngine(get_engine(full_engine), timeout_s=timeout)
     results = list(rescore(cases, chosen, shallow, full, on_result=progress(len(cases))))
-    inputs = [p for c in cases for p in (c.output_path, c.answer_path)]
+    inputs = [*described_by, *(p for c in cases for p in (c.output_path, c.answer_path))]
     record = provenance(
         {**settings, "policy": chosen.name, "shallow": shallow.name, "full": full.name, "timeout_s": timeout},
         {e.name: e.version() for e in (shallow, full)},
@@ -251,7 +258,8 @@ def demo_command(run_dir, output):
     cases = spreadsheetbench_cases(run_dir / "dataset", conditions, stack="demo-agent", benchmark="spreadsheetbench")
     with tempfile.TemporaryDirectory() as scratch:
         target = output or Path(scratch) / "results.jsonl"
-        results = run_rescore(cases, "spreadsheetbench", "ironcalc", DEFAULT_TIMEOUT_S, target, {"command": "demo"})
+        results = run_rescore(cases, "spreadsheetbench", "ironcalc", DEFAULT_TIMEOUT_S, target, {"command": "demo"},
+                              run_files(run_dir / "dataset", None))
         _, records = read_results(target)
     click.echo(render(["verdict", "cases"], verdict_counts(results), "table"))
     click.echo("")

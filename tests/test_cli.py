@@ -7,6 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from regrade.cli import main
+from regrade.provenance import sha256_file
 from tests.conftest import DEMO
 
 GOLDEN = DEMO / "dataset" / "spreadsheet" / "59511" / "1_59511_answer.xlsx"
@@ -69,7 +70,8 @@ def test_rescore_writes_provenance_then_cases_and_prints_verdict_counts(manifest
     assert provenance["record"] == "provenance" and provenance["format_version"] == 1
     assert provenance["settings"]["policy"] == "spreadsheetbench"
     assert set(provenance["engines"]) == {"cached", "ironcalc"}
-    assert len(provenance["inputs"]) == 3 and all(len(d) == 64 for d in provenance["inputs"].values())
+    assert str(manifest) in provenance["inputs"]
+    assert len(provenance["inputs"]) == 4 and all(len(d) == 64 for d in provenance["inputs"].values())
     assert (none["verdict"], community["verdict"], community["reasons"]) == ("confirmed-pass", "false-pass", ["stale-cache"])
     assert community["cells"][0] == {"cell": "Sheet1!F2", "formula": "=ROUND(E2/1000,0)", "golden": 1, "shallow": 1,
                                      "full": 0.0, "reason": "stale-cache"}
@@ -93,8 +95,14 @@ def test_table_before_and_after(manifest, tmp_path):
     assert payload["rows"][1]["regressions"] == 1
 
 
+def fingerprints(folder):
+    return {p: (sha256_file(p), p.stat().st_mtime_ns) for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
 def test_demo_prints_verdicts_table_and_artifact_count():
+    before = fingerprints(DEMO)
     result = invoke("demo")
+    assert fingerprints(DEMO) == before  # no input file changes, not even its mtime
     assert result.exit_code == 0, result.output
     # the verdicts of fixtures/demo-run/expected.json, worked out by hand in fixtures/make_demo.py:
     # none: 6 confirmed-pass, 9 confirmed-fail; anthropic: 12 artifact, 3 unevaluable (AGGREGATE);
