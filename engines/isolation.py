@@ -68,7 +68,10 @@ class IsolatedEngine:
 
 def _death(engine: str, exitcode: int | None) -> WorkbookFailure:
     if exitcode is not None and exitcode < 0:
-        signame = signal.Signals(-exitcode).name if -exitcode in signal.Signals._value2member_map_ else str(-exitcode)
+        try:
+            signame = signal.Signals(-exitcode).name
+        except ValueError:
+            signame = str(-exitcode)
         return WorkbookFailure("crashed", f"{engine} worker died with signal {signame}")
     return WorkbookFailure("crashed", f"{engine} worker exited with status {exitcode} before answering")
 

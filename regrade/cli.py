@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import sys
 import tempfile
 from collections import Counter
@@ -14,8 +15,8 @@ import click
 from engines.isolation import DEFAULT_TIMEOUT_S, IsolatedEngine
 from engines.registry import ENGINES, get_engine
 from regrade import demo as demo_run
-from regrade.compare import POLICIES, TargetError, get_policy
-from regrade.grading import GoldenError, grade, load_golden
+from regrade.compare import POLICIES, get_policy
+from regrade.grading import grade_case
 from regrade.paired import PairingError, paired_table
 from regrade.provenance import provenance
 from regrade.report import FORMATS, render
@@ -121,7 +122,8 @@ def grade_command(dataset, conditions, stack, benchmark, manifest, policy, timeo
     cases = load_cases(dataset, conditions, stack, benchmark, manifest)
     chosen = get_policy(policy)
     engine = IsolatedEngine(get_engine(values), timeout_s=timeout)
-    records = (_grade_record(case, chosen, engine) for case in cases)
+    stored = IsolatedEngine(get_engine("cached"), timeout_s=timeout)
+    records = (_grade_record(case, chosen, engine, stored) for case in cases)
     if output is None:
         for record in records:
             click.echo(_json_line(record))
@@ -130,24 +132,15 @@ def grade_command(dataset, conditions, stack, benchmark, manifest, policy, timeo
         click.echo(f"wrote {count} cases to {output}", err=True)
 
 
-def _grade_record(case: Case, policy, engine) -> dict:
-    base = {"stack": case.stack, "benchmark": case.benchmark, "condition": case.condition, "task_id": case.task_id,
-            "case": case.case, "trial": case.trial, "engine": engine.name, "policy": policy.name}
-    try:
-        golden = load_golden(case.answer_path)
-        targets = policy.targets(case.answer_position, case.answer_sheet, golden.extents)
-    except (GoldenError, TargetError) as exc:
-        official_fail = isinstance(exc, TargetError) and exc.reason == "official-grader-error"
-        reason = getattr(exc, "reason", "invalid-golden")
-        return {**base, "passed": False if official_fail else None, "reason": reason, "message": str(exc), "cells": []}
-    result = grade(policy, targets, golden, engine.name, engine.evaluate(case.output_path, targets))
+def _grade_record(case: Case, policy, engine, stored) -> dict:
+    result = grade_case(case, policy, engine, stored)
     cells = [{"cell": str(c.ref), "golden": json_value(c.golden), "value": json_value(c.value)} for c in result.cells]
-    return {**base, "passed": result.passed, "reason": result.reason, "message": result.message, "cells": cells}
+    return {"stack": case.stack, "benchmark": case.benchmark, "condition": case.condition, "task_id": case.task_id,
+            "case": case.case, "trial": case.trial, "engine": engine.name, "policy": policy.name,
+            "passed": result.passed, "reason": result.reason, "message": result.message, "cells": cells}
 
 
 def _json_line(record: dict) -> str:
-    import json
-
     return json.dumps(record, ensure_ascii=False, default=str)
 
 

@@ -14,6 +14,7 @@ import openpyxl
 
 from engines.base import EXCEL_ERROR_CODES, CannotEvaluate, CellRef, CellResult, Engine, ExcelError, WorkbookValues
 from regrade.compare import Policy, SheetExtent, TargetError
+from regrade.runs import Case
 
 # A workbook failure that is the output's own fault: the grade is a genuine fail.
 OUTPUT_FAULTS = frozenset({"missing-file", "unreadable-output"})
@@ -51,12 +52,20 @@ class Golden:
     path: Path
     extents: list[SheetExtent]
     book: openpyxl.Workbook
+    _formula_book: openpyxl.Workbook | None = None
 
     def value(self, ref: CellRef) -> CellResult:
         value = self.book[ref.sheet].cell(ref.row, ref.column).value
         if isinstance(value, str) and value in EXCEL_ERROR_CODES:
             return ExcelError(value)
         return value
+
+    def is_formula(self, ref: CellRef) -> bool:
+        """Whether the golden cell holds a formula (its formulas are read on first use)."""
+        if self._formula_book is None:
+            self._formula_book = openpyxl.load_workbook(self.path, data_only=False)
+        formula = self._formula_book[ref.sheet].cell(ref.row, ref.column).value
+        return isinstance(formula, str) and formula.startswith("=") or type(formula).__name__ == "ArrayFormula"
 
 
 class GoldenError(Exception):
@@ -74,8 +83,37 @@ def load_golden(path: Path) -> Golden:
     return Golden(path, extents, book)
 
 
-def grade(policy: Policy, targets: list[CellRef], golden: Golden, engine: str, values: WorkbookValues) -> Grade:
-    """Compare an engine's values of the output with the golden under ``policy``."""
+def recomputed_view(stored: WorkbookValues, computed: WorkbookValues) -> WorkbookValues:
+    """The output as a full engine sees it: formula cells as the engine computed them,
+    every other cell as stored in the file.
+
+    A cell without a formula holds a constant; recomputation cannot change it, and an
+    engine's reading of it is no better than the file's (IronCalc reads a numeric cell
+    stored without a value, ``<c t="n"/>``, as 0 where Excel and openpyxl see it empty).
+    """
+    if computed.failure is not None or stored.failure is not None:
+        return computed
+    cells = dict(computed.cells)
+    for ref, value in stored.cells.items():
+        if ref in cells and ref not in stored.formulas and ref not in computed.formulas:
+            cells[ref] = value
+    return WorkbookValues(sheet_names=computed.sheet_names, cells=cells, formulas=computed.formulas)
+
+
+def _uncached_golden(golden: Golden, ref: CellRef, expected: CellResult, actual: CellResult) -> bool:
+    """A golden formula read as empty cannot judge a non-empty computed value: its cache
+    may be missing, or may be Excel's "" (openpyxl reads both as None)."""
+    return expected is None and actual not in (None, "") and golden.is_formula(ref)
+
+
+def grade(
+    policy: Policy, targets: list[CellRef], golden: Golden, engine: str, values: WorkbookValues, recomputed: bool = False
+) -> Grade:
+    """Compare an engine's values of the output with the golden under ``policy``.
+
+    With ``recomputed`` (a full engine's values), a graded cell whose golden is a formula
+    without a cached value abstains (``uncached-golden``) instead of failing.
+    """
     if values.failure is not None:
         fault = values.failure.reason in OUTPUT_FAULTS
         reason = "missing-output" if values.failure.reason == "missing-file" else values.failure.reason
@@ -87,6 +125,8 @@ def grade(policy: Policy, targets: list[CellRef], golden: Golden, engine: str, v
             missing_sheets.add(ref.sheet)
             continue
         expected, actual = golden.value(ref), values.cells[ref]
+        if recomputed and not isinstance(actual, CannotEvaluate) and _uncached_golden(golden, ref, expected, actual):
+            actual = CannotEvaluate("uncached-golden", f"the golden's formula at {ref} has no cached value")
         if isinstance(actual, CannotEvaluate) or not policy.equal(expected, actual):
             result.cells.append(CellOutcome(ref, expected, actual, values.formulas.get(ref)))
     mismatches = [c for c in result.cells if not c.abstained]
@@ -97,7 +137,24 @@ def grade(policy: Policy, targets: list[CellRef], golden: Golden, engine: str, v
         result.passed, result.reason = False, "wrong-value"
         result.message = f"{len(mismatches)} of {len(targets)} graded cells differ from the golden"
     elif result.cells:
-        abstentions = sorted({f"{c.value.reason}: {c.value.detail}" for c in result.cells if isinstance(c.value, CannotEvaluate)})
-        result.passed, result.reason = None, result.cells[0].value.reason  # type: ignore[union-attr]
-        result.message = f"{engine} cannot evaluate {len(result.cells)} graded cells ({'; '.join(abstentions)})"
+        abstentions = [c.value for c in result.cells if isinstance(c.value, CannotEvaluate)]
+        details = sorted({f"{a.reason}: {a.detail}" for a in abstentions})
+        result.passed, result.reason = None, abstentions[0].reason
+        result.message = f"{engine} cannot evaluate {len(abstentions)} graded cells ({'; '.join(details)})"
     return result
+
+
+def grade_case(case: Case, policy: Policy, engine: Engine, stored: Engine) -> Grade:
+    """One engine's grade of one case; ``stored`` supplies the constants a full engine's
+    view keeps (see :func:`recomputed_view`)."""
+    try:
+        golden = load_golden(case.answer_path)
+        targets = policy.targets(case.answer_position, case.answer_sheet, golden.extents)
+    except GoldenError as exc:
+        return Grade(engine.name, None, "invalid-golden", str(exc))
+    except TargetError as exc:  # the official grader fails such a case whatever the values
+        return Grade(engine.name, False if exc.reason == "official-grader-error" else None, exc.reason, str(exc))
+    values = engine.evaluate(case.output_path, targets)
+    if engine.full:
+        values = recomputed_view(stored.evaluate(case.output_path, targets), values)
+    return grade(policy, targets, golden, engine.name, values, recomputed=engine.full)

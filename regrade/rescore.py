@@ -7,7 +7,7 @@ from typing import Callable, Iterable, Iterator
 
 from engines.base import CellRef, Engine
 from regrade.compare import Policy, TargetError
-from regrade.grading import Golden, GoldenError, Grade, load_golden, grade
+from regrade.grading import Golden, GoldenError, Grade, grade, load_golden, recomputed_view
 from regrade.runs import Case
 from regrade.verdicts import CONFIRMED_FAIL, UNEVALUABLE, cell_reason, classify
 
@@ -48,8 +48,10 @@ def rescore_case(case: Case, policy: Policy, shallow: Engine, full: Engine) -> C
     if not case.output_path.exists():
         return CaseResult(case, False, False, CONFIRMED_FAIL, ["missing-output"], f"{case.output_path} does not exist")
 
-    shallow_grade = grade(policy, targets, golden, shallow.name, shallow.evaluate(case.output_path, targets))
-    full_grade = grade(policy, targets, golden, full.name, full.evaluate(case.output_path, targets))
+    stored = shallow.evaluate(case.output_path, targets)
+    computed = recomputed_view(stored, full.evaluate(case.output_path, targets))
+    shallow_grade = grade(policy, targets, golden, shallow.name, stored)
+    full_grade = grade(policy, targets, golden, full.name, computed, recomputed=True)
     shallow_pass = bool(shallow_grade.passed)  # a value-only grader counts any failure to read as a fail
     full_pass = full_grade.passed
     if shallow_grade.reason == "unreadable-output" and full_pass is None:
@@ -65,13 +67,13 @@ def rescore_case(case: Case, policy: Policy, shallow: Engine, full: Engine) -> C
 
 def _disagreements(golden: Golden, shallow: Grade, full: Grade) -> list[CellDisagreement]:
     shallow_bad = {c.ref for c in shallow.cells}
-    full_bad = {c.ref for c in full.cells}
+    full_outcomes = {c.ref: c.value for c in full.cells}  # holds abstentions decided while grading
     cells = []
-    for ref in sorted(shallow_bad | full_bad):
+    for ref in sorted(shallow_bad | set(full_outcomes)):
         stored = shallow.values.get(ref)
-        computed = full.values.get(ref)
+        computed = full_outcomes.get(ref, full.values.get(ref))
         formula = shallow.formulas.get(ref) or full.formulas.get(ref)
-        reason = cell_reason(ref not in shallow_bad, computed, ref not in full_bad, stored, formula)
+        reason = cell_reason(ref not in shallow_bad, computed, ref not in full_outcomes, stored, formula)
         cells.append(CellDisagreement(ref, formula, golden.value(ref), stored, computed, reason))
     return cells
 

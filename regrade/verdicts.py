@@ -44,11 +44,11 @@ def classify(shallow_pass: bool, full_pass: bool | None) -> str:
 def cell_reason(
     shallow_equal: bool, full_value: CellResult, full_equal: bool, stored: CellResult, formula: str | None
 ) -> str:
-    """Why the shallow and full views of one graded cell disagree (or agree on wrong)."""
+    """Why one graded cell that at least one view got wrong is wrong in that view."""
     if isinstance(full_value, CannotEvaluate):
         return full_value.reason
     if shallow_equal == full_equal:
-        return "wrong-value" if not full_equal else "equal"
+        return "wrong-value"
     if formula is None:
         return "reading-differs"
     return "uncached-formula" if stored is None else "stale-cache"

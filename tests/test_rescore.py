@@ -8,6 +8,7 @@ from engines.isolation import IsolatedEngine
 from regrade.compare import get_policy
 from regrade.demo import conditions
 from regrade.rescore import rescore_case
+from engines.base import CellRef
 from regrade.runs import Case, spreadsheetbench_cases
 from tests.conftest import DEMO
 
@@ -73,3 +74,48 @@ def test_official_policy_fails_whole_columns_whatever_the_values():
     assert (official.verdict, official.reasons) == ("confirmed-fail", ["official-grader-error"])
     correct = rescore_case(case, get_policy("spreadsheetbench"), CachedEngine(), IronCalcEngine())
     assert correct.verdict == "confirmed-pass"  # the answer against itself
+
+
+def patch_sheet_xml(path, old: bytes, new: bytes):
+    """Rewrite the first sheet's XML of an xlsx in place (to make cells openpyxl cannot write)."""
+    import zipfile
+
+    with zipfile.ZipFile(path) as original:
+        items = [(info, original.read(info.filename)) for info in original.infolist()]
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as copy:
+        for info, data in items:
+            if info.filename == "xl/worksheets/sheet1.xml":
+                assert old in data
+                data = data.replace(old, new)
+            copy.writestr(info, data)
+
+
+def test_a_numeric_cell_stored_without_a_value_stays_empty(workbook):
+    # SpreadsheetBench's 21-16 answer stores <c r="D3" s="1" t="n" />: empty for Excel and
+    # openpyxl, 0 for IronCalc. Only formula cells take the engine's value.
+    path = workbook({"A1": 5, "B1": "=A1*2"})
+    patch_sheet_xml(path, b"</row>", b'<c r="C1" t="n" /></row>')
+    case = Case(condition="x", task_id="t", case=1, output_path=path, answer_path=path, answer_position="A1:C1")
+    result = rescore_case(case, get_policy("spreadsheetbench"), CachedEngine(), IronCalcEngine())
+    # golden (the same file, cached): A1=5, B1=None (openpyxl wrote no cache), C1=None
+    assert IronCalcEngine().evaluate(path, [case_ref("C1")]).cells[case_ref("C1")] == 0.0  # the quirk itself
+    assert [(str(c.ref), c.full) for c in result.cells if c.ref.column == 3] == []  # C1 is not a disagreement
+    assert result.reasons == ["uncached-golden"]  # B1 = 10 computed, but the golden's formula has no cache
+
+
+def case_ref(coordinate):
+    from openpyxl.utils.cell import column_index_from_string, coordinate_from_string
+
+    column, row = coordinate_from_string(coordinate)
+    return CellRef("Sheet1", row, column_index_from_string(column))
+
+
+def test_an_uncached_golden_formula_cannot_judge_a_computed_value(workbook):
+    golden = workbook({"A1": 2, "A2": "=A1*3"}, name="golden.xlsx")  # openpyxl: A2 has no cached value
+    output = workbook({"A1": 2, "A2": "=A1*3"}, name="output.xlsx")
+    case = Case(condition="x", task_id="t", case=1, output_path=output, answer_path=golden, answer_position="A2")
+    result = rescore_case(case, get_policy("spreadsheetbench"), CachedEngine(), IronCalcEngine())
+    assert (result.shallow_pass, result.full_pass, result.verdict) == (True, None, "unevaluable")  # None == None passes
+    assert result.reasons == ["uncached-golden"]
+    (cell,) = result.cells
+    assert (cell.golden, cell.shallow, cell.full.reason) == (None, None, "uncached-golden")
