@@ -6,6 +6,7 @@ nothing: a formula written by openpyxl has no cached value and reads as ``None``
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Sequence
 
@@ -32,8 +33,10 @@ class CachedEngine:
         if not path.is_file():
             return WorkbookValues(failure=WorkbookFailure("missing-file", f"{path} does not exist"))
         try:
-            values_book = openpyxl.load_workbook(path, data_only=True)
-            formula_book = openpyxl.load_workbook(path, data_only=False) if self.read_formulas else None
+            with warnings.catch_warnings():  # openpyxl warns about every extension it drops
+                warnings.simplefilter("ignore")
+                values_book = openpyxl.load_workbook(path, data_only=True)
+                formula_book = openpyxl.load_workbook(path, data_only=False) if self.read_formulas else None
         except Exception as exc:  # openpyxl raises many kinds on a broken file; all mean unreadable
             return WorkbookValues(failure=WorkbookFailure("unreadable-output", f"openpyxl cannot read it: {exc}"))
         names = values_book.sheetnames

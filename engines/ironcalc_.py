@@ -17,25 +17,12 @@ reads a cached value, so the comparison policy sees both alike.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any, Sequence
 
-from openpyxl.styles.numbers import is_date_format, is_timedelta_format
-from openpyxl.utils.datetime import from_excel
-
 from engines.base import CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues
+from engines.readings import number_value, unknown_functions
 from engines.sheets import resolve_sheet
-
-_UNKNOWN_FUNCTION = re.compile(r"(?<![A-Za-z0-9_.])((?:_xl[a-z]+\.)?[a-z][a-z0-9_.]*)\(")
-_STRING_LITERAL = re.compile(r'"(?:[^"]|"")*"')
-
-
-def unknown_functions(formula: str) -> list[str]:
-    """Functions IronCalc did not recognise in one of its formula texts (it lower-cases them)."""
-    code = _STRING_LITERAL.sub('""', formula)
-    names = (m.group(1) for m in _UNKNOWN_FUNCTION.finditer(code))
-    return sorted({n.upper().removeprefix("_XLFN.").removeprefix("_XLWS.") for n in names})
 
 
 class IronCalcEngine:
@@ -105,13 +92,7 @@ def _read_value(model: Any, sheet: int, row: int, column: int) -> CellResult:
     if kind == ironcalc.CellType.LogicalValue:
         return bool(value)
     if isinstance(value, float):
-        number_format = model.get_cell_style(sheet, row, column).get("num_fmt", "general")
-        if is_date_format(number_format):
-            try:
-                return from_excel(value, timedelta=is_timedelta_format(number_format))
-            except (OverflowError, ValueError):
-                return value
-        return value
+        return number_value(value, model.get_cell_style(sheet, row, column).get("num_fmt"))
     if value == "" and model.is_empty_cell(sheet, row, column):
         return None
     return value

@@ -1,4 +1,4 @@
-"""Engines by name."""
+"""Engines by name, and opening them ready to run on untrusted workbooks."""
 
 from __future__ import annotations
 
@@ -6,12 +6,18 @@ from typing import Callable
 
 from engines.base import Engine
 from engines.cached import CachedEngine
+from engines.gnumeric import GnumericEngine
 from engines.ironcalc_ import IronCalcEngine
+from engines.isolation import DEFAULT_TIMEOUT_S, IsolatedEngine
+from engines.libreoffice import LibreOfficeEngine
 
 ENGINES: dict[str, Callable[[], Engine]] = {
     CachedEngine.name: CachedEngine,
     IronCalcEngine.name: IronCalcEngine,
+    LibreOfficeEngine.name: LibreOfficeEngine,
+    GnumericEngine.name: GnumericEngine,
 }
+FULL_ENGINES = [name for name, factory in ENGINES.items() if getattr(factory, "full", False)]
 
 
 def get_engine(name: str) -> Engine:
@@ -19,3 +25,21 @@ def get_engine(name: str) -> Engine:
         return ENGINES[name]()
     except KeyError:
         raise ValueError(f"unknown engine {name!r}; choose one of: {', '.join(ENGINES)}") from None
+
+
+def open_engine(name: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> Engine:
+    """The engine with its time limit, in a worker process unless it isolates itself."""
+    factory = ENGINES.get(name)
+    if factory is None:
+        raise ValueError(f"unknown engine {name!r}; choose one of: {', '.join(ENGINES)}")
+    if getattr(factory, "isolates_itself", False):
+        return factory(timeout_s=timeout_s)  # type: ignore[call-arg]
+    engine = factory()
+    if hasattr(engine, "timeout_s"):
+        engine.timeout_s = timeout_s  # type: ignore[attr-defined]
+    return IsolatedEngine(engine, timeout_s=timeout_s)
+
+
+def available_full_engines() -> list[str]:
+    """The full engines that can run on this machine."""
+    return [name for name in FULL_ENGINES if get_engine(name).unavailable_reason() is None]

@@ -12,8 +12,8 @@ from typing import Callable
 
 import click
 
-from engines.isolation import DEFAULT_TIMEOUT_S, IsolatedEngine
-from engines.registry import ENGINES, get_engine
+from engines.isolation import DEFAULT_TIMEOUT_S
+from engines.registry import ENGINES, FULL_ENGINES, available_full_engines, get_engine, open_engine
 from regrade import demo as demo_run
 from regrade.compare import POLICIES, get_policy
 from regrade.grading import grade_case
@@ -25,7 +25,6 @@ from regrade.results import ResultsError, case_record, json_value, read_results,
 from regrade.runs import Case, RunError, manifest_cases, spreadsheetbench_cases
 from regrade.verdicts import ARTIFACT, VERDICTS
 
-FULL_ENGINES = [name for name, factory in ENGINES.items() if factory().full]
 LIBRARY_ERRORS = (RunError, ResultsError, PairingError, ValueError, OSError)
 
 
@@ -121,8 +120,8 @@ def grade_command(dataset, conditions, stack, benchmark, manifest, policy, timeo
     """
     cases = load_cases(dataset, conditions, stack, benchmark, manifest)
     chosen = get_policy(policy)
-    engine = IsolatedEngine(get_engine(values), timeout_s=timeout)
-    stored = IsolatedEngine(get_engine("cached"), timeout_s=timeout)
+    engine = open_engine(values, timeout)
+    stored = open_engine("cached", timeout)
     records = (_grade_record(case, chosen, engine, stored) for case in cases)
     if output is None:
         for record in records:
@@ -146,20 +145,19 @@ def _json_line(record: dict) -> str:
 
 @main.command("rescore")
 @run_options
-@click.option("--engine", "full_engine", type=click.Choice(FULL_ENGINES), default="ironcalc", show_default=True, help="The full engine that recomputes formulas.")
+@click.option("--engines", "engine_names", metavar="NAMES", help=f"Comma-separated full engines for the consensus ({', '.join(FULL_ENGINES)}). Default: every one available here.")
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), required=True, help="Results file (JSON Lines) to write.")
 @library_errors
-def rescore_command(dataset, conditions, stack, benchmark, manifest, policy, timeout, full_engine, output):
+def rescore_command(dataset, conditions, stack, benchmark, manifest, policy, timeout, engine_names, output):
     """Grade every case value-only and with a full engine, and classify it.
 
     Verdicts: confirmed-pass, confirmed-fail, artifact (the value-only grade failed a
-    correct output), false-pass (it passed a wrong one, e.g. a stale cache) and
-    unevaluable (the engine could not compute a graded cell). The results file starts
-    with a provenance record (versions, settings, sha256 of every input file); stdout
-    gets the count of each verdict.
-
-    Only IronCalc is wired in so far: cells using functions it lacks (AGGREGATE, ...)
-    are unevaluable rather than guessed.
+    correct output), false-pass (it passed a wrong one, e.g. a stale cache),
+    engines-disagree (the full engines computed different values) and unevaluable (no
+    engine could compute a graded cell). The full grade is the consensus of the
+    engines: an engine that cannot compute a cell abstains on it, never guesses. The
+    results file starts with a provenance record (versions, settings, sha256 of every
+    input file); stdout gets the count of each verdict.
 
     \b
     Example:
@@ -167,7 +165,8 @@ def rescore_command(dataset, conditions, stack, benchmark, manifest, policy, tim
           --condition skills=OUT_SKILLS -o results.jsonl
     """
     cases = load_cases(dataset, conditions, stack, benchmark, manifest)
-    results = run_rescore(cases, policy, full_engine, timeout, output, {"command": "rescore"}, run_files(dataset, manifest))
+    results = run_rescore(cases, policy, chosen_engines(engine_names), timeout, output, {"command": "rescore"},
+                          run_files(dataset, manifest))
     click.echo(render(["verdict", "cases"], verdict_counts(results), "table"))
 
 
@@ -176,17 +175,34 @@ def run_files(dataset: Path | None, manifest: Path | None) -> list[Path]:
     return [dataset / "dataset.json"] if dataset is not None else [manifest] if manifest is not None else []
 
 
+def chosen_engines(names: str | None) -> list[str]:
+    """The full engines named on the command line, or every available one."""
+    if not names:
+        available = available_full_engines()
+        if not available:
+            raise click.ClickException("no full engine is available here; run `regrade engines` to see why")
+        return available
+    chosen = [n.strip() for n in names.split(",") if n.strip()]
+    for name in chosen:
+        if name not in FULL_ENGINES:
+            raise click.BadParameter(f"{name!r} is not a full engine; choose from {', '.join(FULL_ENGINES)}", param_hint="--engines")
+        reason = get_engine(name).unavailable_reason()
+        if reason:
+            raise click.ClickException(f"engine {name} is not available here: {reason}")
+    return chosen
+
+
 def run_rescore(
-    cases: list[Case], policy: str, full_engine: str, timeout: float, output: Path, settings: dict, described_by: list[Path]
+    cases: list[Case], policy: str, engines: list[str], timeout: float, output: Path, settings: dict, described_by: list[Path]
 ) -> list[CaseResult]:
     chosen = get_policy(policy)
-    shallow = IsolatedEngine(get_engine("cached"), timeout_s=timeout)
-    full = IsolatedEngine(get_engine(full_engine), timeout_s=timeout)
-    results = list(rescore(cases, chosen, shallow, full, on_result=progress(len(cases))))
+    shallow = open_engine("cached", timeout)
+    fulls = [open_engine(name, timeout) for name in engines]
+    results = list(rescore(cases, chosen, shallow, fulls, on_result=progress(len(cases))))
     inputs = [*described_by, *(p for c in cases for p in (c.output_path, c.answer_path))]
     record = provenance(
-        {**settings, "policy": chosen.name, "shallow": shallow.name, "full": full.name, "timeout_s": timeout},
-        {e.name: e.version() for e in (shallow, full)},
+        {**settings, "policy": chosen.name, "shallow": shallow.name, "full": engines, "timeout_s": timeout},
+        {e.name: e.version() for e in (shallow, *fulls)},
         inputs,
     )
     write_jsonl(output, [record, *(case_record(r) for r in results)])
@@ -233,8 +249,9 @@ def _comparison_row(comparison) -> dict:
 @main.command("demo")
 @click.option("--run", "run_dir", type=click.Path(path_type=Path, file_okay=False), default=demo_run.DEMO_RUN, show_default=True, help="A demo run folder (dataset/ and outputs/<condition>/).")
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), help="Keep the results file here (default: a temporary file).")
+@click.option("--engines", "engine_names", metavar="NAMES", help="Comma-separated full engines. Default: every one available here.")
 @library_errors
-def demo_command(run_dir, output):
+def demo_command(run_dir, output, engine_names):
     """Rescore the bundled demo run and show what regrading changes.
 
     The demo holds real SpreadsheetBench tasks and three conditions (none and two
@@ -251,8 +268,8 @@ def demo_command(run_dir, output):
     cases = spreadsheetbench_cases(run_dir / "dataset", conditions, stack="demo-agent", benchmark="spreadsheetbench")
     with tempfile.TemporaryDirectory() as scratch:
         target = output or Path(scratch) / "results.jsonl"
-        results = run_rescore(cases, "spreadsheetbench", "ironcalc", DEFAULT_TIMEOUT_S, target, {"command": "demo"},
-                              run_files(run_dir / "dataset", None))
+        results = run_rescore(cases, "spreadsheetbench", chosen_engines(engine_names), DEFAULT_TIMEOUT_S, target,
+                              {"command": "demo"}, run_files(run_dir / "dataset", None))
         _, records = read_results(target)
     click.echo(render(["verdict", "cases"], verdict_counts(results), "table"))
     click.echo("")
@@ -262,6 +279,25 @@ def demo_command(run_dir, output):
     artifacts = [r for r in results if r.verdict == ARTIFACT]
     click.echo("")
     click.echo(f"{len(artifacts)} of {len(failures)} value-only failures were grader artifacts (correct when recomputed).")
+
+
+@main.command("engines")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@library_errors
+def engines_command(fmt):
+    """List the engines: version, whether each can run here, and why not.
+
+    \b
+    Example:
+      regrade engines --format json
+    """
+    rows = []
+    for name in ENGINES:
+        engine = get_engine(name)
+        reason = engine.unavailable_reason()
+        rows.append({"name": name, "full": engine.full, "available": reason is None, "version": engine.version(),
+                     "why_not": reason})
+    click.echo(render(["name", "full", "available", "version", "why_not"], rows, fmt))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -7,6 +7,7 @@ cell or could not evaluate the workbook (never a fail in disguise).
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -63,7 +64,9 @@ class Golden:
     def is_formula(self, ref: CellRef) -> bool:
         """Whether the golden cell holds a formula (its formulas are read on first use)."""
         if self._formula_book is None:
-            self._formula_book = openpyxl.load_workbook(self.path, data_only=False)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                self._formula_book = openpyxl.load_workbook(self.path, data_only=False)
         formula = self._formula_book[ref.sheet].cell(ref.row, ref.column).value
         return isinstance(formula, str) and formula.startswith("=") or type(formula).__name__ == "ArrayFormula"
 
@@ -76,7 +79,9 @@ def load_golden(path: Path) -> Golden:
     if not path.is_file():
         raise GoldenError(f"golden file {path} does not exist")
     try:
-        book = openpyxl.load_workbook(path, data_only=True)
+        with warnings.catch_warnings():  # openpyxl warns about every extension it drops
+            warnings.simplefilter("ignore")
+            book = openpyxl.load_workbook(path, data_only=True)
     except Exception as exc:  # openpyxl raises many kinds on a broken file
         raise GoldenError(f"golden file {path} cannot be read: {exc}") from exc
     extents = [SheetExtent(ws.title, ws.max_row, ws.max_column) for ws in book.worksheets]
@@ -139,7 +144,9 @@ def grade(
     elif result.cells:
         abstentions = [c.value for c in result.cells if isinstance(c.value, CannotEvaluate)]
         details = sorted({f"{a.reason}: {a.detail}" for a in abstentions})
-        result.passed, result.reason = None, abstentions[0].reason
+        reasons = [a.reason for a in abstentions]
+        result.passed = None
+        result.reason = "engines-disagree" if "engines-disagree" in reasons else reasons[0]
         result.message = f"{engine} cannot evaluate {len(abstentions)} graded cells ({'; '.join(details)})"
     return result
 

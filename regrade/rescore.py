@@ -1,13 +1,17 @@
-"""Rescoring: grade each case twice (value-only and recomputed) and classify it."""
+"""Rescoring: grade each case twice (value-only and recomputed) and classify it.
+
+The recomputed grade uses every given full engine through :mod:`regrade.consensus`.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable, Iterator, Sequence
 
-from engines.base import CellRef, Engine
+from engines.base import CellRef, CellResult, Engine
 from regrade.compare import Policy, TargetError
-from regrade.grading import Golden, GoldenError, Grade, grade, load_golden, recomputed_view
+from regrade.consensus import consensus
+from regrade.grading import Golden, GoldenError, Grade, grade, load_golden
 from regrade.runs import Case
 from regrade.verdicts import CONFIRMED_FAIL, UNEVALUABLE, cell_reason, classify
 
@@ -20,6 +24,7 @@ class CellDisagreement:
     shallow: object
     full: object
     reason: str
+    engines: dict[str, CellResult] = field(default_factory=dict)
 
 
 @dataclass
@@ -33,8 +38,8 @@ class CaseResult:
     cells: list[CellDisagreement] = field(default_factory=list)
 
 
-def rescore_case(case: Case, policy: Policy, shallow: Engine, full: Engine) -> CaseResult:
-    """Grade ``case`` with the value-only view and a full engine, and classify it."""
+def rescore_case(case: Case, policy: Policy, shallow: Engine, fulls: Sequence[Engine]) -> CaseResult:
+    """Grade ``case`` with the value-only view and the consensus of the full engines."""
     try:
         golden = load_golden(case.answer_path)
     except GoldenError as exc:
@@ -49,23 +54,25 @@ def rescore_case(case: Case, policy: Policy, shallow: Engine, full: Engine) -> C
         return CaseResult(case, False, False, CONFIRMED_FAIL, ["missing-output"], f"{case.output_path} does not exist")
 
     stored = shallow.evaluate(case.output_path, targets)
-    computed = recomputed_view(stored, full.evaluate(case.output_path, targets))
+    agreed = consensus(policy, stored, {e.name: e.evaluate(case.output_path, targets) for e in fulls})
     shallow_grade = grade(policy, targets, golden, shallow.name, stored)
-    full_grade = grade(policy, targets, golden, full.name, computed, recomputed=True)
+    full_grade = grade(policy, targets, golden, "+".join(e.name for e in fulls), agreed.view, recomputed=True)
     shallow_pass = bool(shallow_grade.passed)  # a value-only grader counts any failure to read as a fail
     full_pass = full_grade.passed
     if shallow_grade.reason == "unreadable-output" and full_pass is None:
         full_pass = False  # no reader accepts the file: the output itself is broken
         full_grade.reason = "unreadable-output"
-    verdict = classify(shallow_pass, full_pass)
-    cells = _disagreements(golden, shallow_grade, full_grade)
+    verdict = classify(shallow_pass, full_pass, full_grade.reason)
+    cells = _disagreements(golden, shallow_grade, full_grade, agreed.by_engine)
     reasons = [r for r in (shallow_grade.reason, full_grade.reason) if r and r != "wrong-value"]
     reasons += [c.reason for c in cells]
     message = full_grade.message or shallow_grade.message
     return CaseResult(case, shallow_pass, full_pass, verdict, sorted(set(reasons)), message, cells)
 
 
-def _disagreements(golden: Golden, shallow: Grade, full: Grade) -> list[CellDisagreement]:
+def _disagreements(
+    golden: Golden, shallow: Grade, full: Grade, by_engine: dict[CellRef, dict[str, CellResult]]
+) -> list[CellDisagreement]:
     shallow_bad = {c.ref for c in shallow.cells}
     full_outcomes = {c.ref: c.value for c in full.cells}  # holds abstentions decided while grading
     cells = []
@@ -74,7 +81,7 @@ def _disagreements(golden: Golden, shallow: Grade, full: Grade) -> list[CellDisa
         computed = full_outcomes.get(ref, full.values.get(ref))
         formula = shallow.formulas.get(ref) or full.formulas.get(ref)
         reason = cell_reason(ref not in shallow_bad, computed, ref not in full_outcomes, stored, formula)
-        cells.append(CellDisagreement(ref, formula, golden.value(ref), stored, computed, reason))
+        cells.append(CellDisagreement(ref, formula, golden.value(ref), stored, computed, reason, by_engine.get(ref, {})))
     return cells
 
 
@@ -82,11 +89,11 @@ def rescore(
     cases: Iterable[Case],
     policy: Policy,
     shallow: Engine,
-    full: Engine,
+    fulls: Sequence[Engine],
     on_result: Callable[[int, CaseResult], None] | None = None,
 ) -> Iterator[CaseResult]:
     for number, case in enumerate(cases, start=1):
-        result = rescore_case(case, policy, shallow, full)
+        result = rescore_case(case, policy, shallow, fulls)
         if on_result is not None:
             on_result(number, result)
         yield result

@@ -63,6 +63,7 @@ def case_record(result: CaseResult) -> dict:
                 "shallow": json_value(c.shallow),
                 "full": json_value(c.full),
                 "reason": c.reason,
+                "engines": {name: json_value(value) for name, value in c.engines.items()},
             }
             for c in result.cells
         ],

@@ -7,6 +7,7 @@ confirmed-pass     pass          pass        a real pass
 confirmed-fail     fail          fail        a genuine failure
 artifact           fail          pass        the grader failed a correct output
 false-pass         pass          fail        the grader passed a wrong output
+engines-disagree   any           unknown     the full engines computed different values
 unevaluable        any           unknown     no full engine could compute it
 =================  ============  ==========  ==================================
 
@@ -28,12 +29,14 @@ CONFIRMED_FAIL = "confirmed-fail"
 ARTIFACT = "artifact"
 FALSE_PASS = "false-pass"
 UNEVALUABLE = "unevaluable"
-VERDICTS = (CONFIRMED_PASS, CONFIRMED_FAIL, ARTIFACT, FALSE_PASS, UNEVALUABLE)
+ENGINES_DISAGREE = "engines-disagree"
+VERDICTS = (CONFIRMED_PASS, CONFIRMED_FAIL, ARTIFACT, FALSE_PASS, ENGINES_DISAGREE, UNEVALUABLE)
 
 
-def classify(shallow_pass: bool, full_pass: bool | None) -> str:
+def classify(shallow_pass: bool, full_pass: bool | None, full_reason: str | None = None) -> str:
+    """The verdict; ``full_reason`` tells an engine disagreement from an abstention."""
     if full_pass is None:
-        return UNEVALUABLE
+        return ENGINES_DISAGREE if full_reason == ENGINES_DISAGREE else UNEVALUABLE
     if shallow_pass and full_pass:
         return CONFIRMED_PASS
     if not shallow_pass and not full_pass:

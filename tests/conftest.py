@@ -22,3 +22,19 @@ def workbook(tmp_path):
         return path
 
     return make
+
+
+def require_engines(*names: str) -> None:
+    """Skip when an engine is missing here, but fail under CI, which installs them all."""
+    import os
+
+    from engines.registry import get_engine
+
+    missing = {name: get_engine(name).unavailable_reason() for name in names}
+    missing = {name: why for name, why in missing.items() if why}
+    if not missing:
+        return
+    message = "; ".join(f"{name}: {why}" for name, why in missing.items())
+    if os.environ.get("CI"):
+        pytest.fail(f"CI must have every engine: {message}")
+    pytest.skip(message)

@@ -8,7 +8,9 @@ from click.testing import CliRunner
 
 from regrade.cli import main
 from regrade.provenance import sha256_file
-from tests.conftest import DEMO
+from tests.conftest import DEMO, require_engines
+
+ALL_FULL = ("ironcalc", "libreoffice", "gnumeric")
 
 GOLDEN = DEMO / "dataset" / "spreadsheet" / "59511" / "1_59511_answer.xlsx"
 
@@ -53,33 +55,37 @@ def test_grade_with_cached_values_passes_the_stale_cache(manifest):
 
 
 def test_rescore_writes_provenance_then_cases_and_prints_verdict_counts(manifest, tmp_path):
+    require_engines(*ALL_FULL)
     out = tmp_path / "results.jsonl"
     result = invoke("rescore", "--manifest", manifest, "-o", out)
     assert result.exit_code == 0, result.output
     assert result.stdout == (
-        "verdict         cases\n"
-        "--------------  -----\n"
-        "confirmed-pass      1\n"
-        "confirmed-fail      0\n"
-        "artifact            0\n"
-        "false-pass          1\n"
-        "unevaluable         0\n"
+        "verdict           cases\n"
+        "----------------  -----\n"
+        "confirmed-pass        1\n"
+        "confirmed-fail        0\n"
+        "artifact              0\n"
+        "false-pass            1\n"
+        "engines-disagree      0\n"
+        "unevaluable           0\n"
     )
     records = [json.loads(line) for line in out.read_text().splitlines()]
     provenance, none, community = records
     assert provenance["record"] == "provenance" and provenance["format_version"] == 1
     assert provenance["settings"]["policy"] == "spreadsheetbench"
-    assert set(provenance["engines"]) == {"cached", "ironcalc"}
+    assert set(provenance["engines"]) == {"cached", *ALL_FULL}
     assert str(manifest) in provenance["inputs"]
     assert len(provenance["inputs"]) == 4 and all(len(d) == 64 for d in provenance["inputs"].values())
     assert (none["verdict"], community["verdict"], community["reasons"]) == ("confirmed-pass", "false-pass", ["stale-cache"])
+    # ROUND(300/1000, 0) is 0 in every engine; the stale cache says 1
     assert community["cells"][0] == {"cell": "Sheet1!F2", "formula": "=ROUND(E2/1000,0)", "golden": 1, "shallow": 1,
-                                     "full": 0.0, "reason": "stale-cache"}
+                                     "full": 0.0, "reason": "stale-cache",
+                                     "engines": {"ironcalc": 0.0, "libreoffice": 0.0, "gnumeric": 0}}
 
 
 def test_table_before_and_after(manifest, tmp_path):
     out = tmp_path / "results.jsonl"
-    invoke("rescore", "--manifest", manifest, "-o", out)
+    invoke("rescore", "--manifest", manifest, "-o", out, "--engines", "ironcalc")
     result = invoke("table", out)
     assert result.exit_code == 0, result.output
     assert result.stdout == (
@@ -100,33 +106,35 @@ def fingerprints(folder):
 
 
 def test_demo_prints_verdicts_table_and_artifact_count():
+    require_engines(*ALL_FULL)
     before = fingerprints(DEMO)
     result = invoke("demo")
     assert fingerprints(DEMO) == before  # no input file changes, not even its mtime
     assert result.exit_code == 0, result.output
     # the verdicts of fixtures/demo-run/expected.json, worked out by hand in fixtures/make_demo.py:
-    # none: 6 confirmed-pass, 9 confirmed-fail; anthropic: 12 artifact, 3 unevaluable (AGGREGATE);
+    # none: 6 confirmed-pass, 9 confirmed-fail; anthropic: 15 artifact;
     # community: 4 confirmed-pass, 3 artifact, 2 false-pass, 6 confirmed-fail.
-    # Value-only failures: 15 confirmed-fail + 15 artifact + 3 unevaluable = 33.
-    # Tasks (all cases must pass): none passes 34469 and 59511; anthropic regraded passes all but
-    # 34469 (unevaluable keeps its original fail); community regraded loses 59511 (false passes).
+    # Value-only failures: 15 confirmed-fail + 18 artifact = 33.
+    # Tasks (all cases must pass): none passes 34469 and 59511; anthropic regraded passes all five
+    # (3 gains, 2 retained); community regraded gains 32293 and loses 59511 (false passes).
     assert result.stdout == (
-        "verdict         cases\n"
-        "--------------  -----\n"
-        "confirmed-pass     10\n"
-        "confirmed-fail     15\n"
-        "artifact           15\n"
-        "false-pass          2\n"
-        "unevaluable         3\n"
+        "verdict           cases\n"
+        "----------------  -----\n"
+        "confirmed-pass       10\n"
+        "confirmed-fail       15\n"
+        "artifact             18\n"
+        "false-pass            2\n"
+        "engines-disagree      0\n"
+        "unevaluable           0\n"
         "\n"
         "stack       benchmark         condition  grading   n  pass_rate_baseline  pass_rate_treatment  gains  regressions  retained  residual  net\n"
         "----------  ----------------  ---------  --------  -  ------------------  -------------------  -----  -----------  --------  --------  ---\n"
         "demo-agent  spreadsheetbench  anthropic  original  5               0.400                0.000      0            2         0         3   -2\n"
         "demo-agent  spreadsheetbench  community  original  5               0.400                0.400      0            0         2         3    0\n"
-        "demo-agent  spreadsheetbench  anthropic  regraded  5               0.400                0.800      3            1         1         0    2\n"
+        "demo-agent  spreadsheetbench  anthropic  regraded  5               0.400                1.000      3            0         2         0    3\n"
         "demo-agent  spreadsheetbench  community  regraded  5               0.400                0.400      1            1         1         2    0\n"
         "\n"
-        "15 of 33 value-only failures were grader artifacts (correct when recomputed).\n"
+        "18 of 33 value-only failures were grader artifacts (correct when recomputed).\n"
     )
 
 
@@ -151,3 +159,12 @@ def test_every_command_has_help_with_an_example(command):
 
 def test_top_level_help_says_what_regrade_does():
     assert "find which spreadsheet-benchmark failures are real" in invoke("--help").stdout
+
+
+def test_engines_lists_every_engine_with_its_availability():
+    require_engines(*ALL_FULL)
+    rows = json.loads(invoke("engines", "--format", "json").stdout)["rows"]
+    assert [(r["name"], r["full"], r["available"], r["why_not"]) for r in rows] == [
+        ("cached", False, True, None), ("ironcalc", True, True, None),
+        ("libreoffice", True, True, None), ("gnumeric", True, True, None)]
+    assert rows[1]["version"] == "ironcalc 0.9.1" and rows[2]["version"].startswith("LibreOffice 7.")

@@ -9,7 +9,8 @@ import pytest
 
 from engines.base import CannotEvaluate, CellRef, ExcelError
 from engines.cached import CachedEngine
-from engines.ironcalc_ import IronCalcEngine, unknown_functions
+from engines.ironcalc_ import IronCalcEngine
+from engines.readings import unknown_functions
 from engines.isolation import IsolatedEngine
 from tests.conftest import DEMO
 

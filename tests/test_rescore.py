@@ -1,5 +1,6 @@
 """The pipeline on real files: the bundled demo and the failure paths."""
 
+import functools
 import json
 
 from engines.cached import CachedEngine
@@ -10,14 +11,19 @@ from regrade.demo import conditions
 from regrade.rescore import rescore_case
 from engines.base import CellRef
 from regrade.runs import Case, spreadsheetbench_cases
-from tests.conftest import DEMO
+from engines.registry import open_engine
+from tests.conftest import DEMO, require_engines
+
+ALL_FULL = ("ironcalc", "libreoffice", "gnumeric")
 
 
+@functools.cache
 def run_demo():
+    require_engines(*ALL_FULL)
     cases = spreadsheetbench_cases(DEMO / "dataset", conditions(DEMO))
     policy = get_policy("spreadsheetbench")
-    shallow, full = IsolatedEngine(CachedEngine()), IsolatedEngine(IronCalcEngine())
-    return [rescore_case(c, policy, shallow, full) for c in cases]
+    shallow, fulls = open_engine("cached"), [open_engine(name) for name in ALL_FULL]
+    return [rescore_case(c, policy, shallow, fulls) for c in cases]
 
 
 def test_every_demo_output_gets_the_verdict_worked_out_by_hand():
@@ -43,7 +49,9 @@ def test_reasons_explain_each_disagreement():
     assert uncached.reasons == ["uncached-formula"]
     assert [c.shallow for c in uncached.cells] == [None] * 4
     aggregate = results[("anthropic", "1_34469_output.xlsx")]
-    assert aggregate.full_pass is None and "unsupported-function" in aggregate.reasons
+    (cell,) = aggregate.cells
+    assert cell.full == 6.5 and cell.engines["libreoffice"] == 6.5  # the golden's AH6, Excel's cache
+    assert cell.engines["ironcalc"].reason == cell.engines["gnumeric"].reason == "unsupported-function"
 
 
 def test_missing_and_unreadable_outputs_are_per_case_failures(tmp_path):
@@ -54,7 +62,7 @@ def test_missing_and_unreadable_outputs_are_per_case_failures(tmp_path):
     shallow, full = IsolatedEngine(CachedEngine()), IsolatedEngine(IronCalcEngine())
     for output, reason in ((tmp_path / "missing.xlsx", "missing-output"), (corrupt, "unreadable-output")):
         case = Case(condition="x", task_id="59511", case=1, output_path=output, answer_path=golden, answer_position="F2:F6")
-        result = rescore_case(case, policy, shallow, full)
+        result = rescore_case(case, policy, shallow, [full])
         assert (result.verdict, result.shallow_pass, result.full_pass) == ("confirmed-fail", False, False)
         assert reason in result.reasons
 
@@ -62,7 +70,7 @@ def test_missing_and_unreadable_outputs_are_per_case_failures(tmp_path):
 def test_unreadable_position_is_a_per_case_error_naming_task_and_text():
     golden = DEMO / "dataset" / "spreadsheet" / "59511" / "1_59511_answer.xlsx"
     case = Case(condition="x", task_id="59511", case=1, output_path=golden, answer_path=golden, answer_position="F2:F6:G")
-    result = rescore_case(case, get_policy("spreadsheetbench"), CachedEngine(), IronCalcEngine())
+    result = rescore_case(case, get_policy("spreadsheetbench"), CachedEngine(), [IronCalcEngine()])
     assert result.verdict == "unevaluable" and result.reasons == ["invalid-position"]
     assert "59511" in result.message and "F2:F6:G" in result.message
 
@@ -70,9 +78,9 @@ def test_unreadable_position_is_a_per_case_error_naming_task_and_text():
 def test_official_policy_fails_whole_columns_whatever_the_values():
     golden = DEMO / "dataset" / "spreadsheet" / "59511" / "1_59511_answer.xlsx"
     case = Case(condition="x", task_id="59511", case=1, output_path=golden, answer_path=golden, answer_position="F:F")
-    official = rescore_case(case, get_policy("spreadsheetbench-official"), CachedEngine(), IronCalcEngine())
+    official = rescore_case(case, get_policy("spreadsheetbench-official"), CachedEngine(), [IronCalcEngine()])
     assert (official.verdict, official.reasons) == ("confirmed-fail", ["official-grader-error"])
-    correct = rescore_case(case, get_policy("spreadsheetbench"), CachedEngine(), IronCalcEngine())
+    correct = rescore_case(case, get_policy("spreadsheetbench"), CachedEngine(), [IronCalcEngine()])
     assert correct.verdict == "confirmed-pass"  # the answer against itself
 
 
@@ -96,7 +104,7 @@ def test_a_numeric_cell_stored_without_a_value_stays_empty(workbook):
     path = workbook({"A1": 5, "B1": "=A1*2"})
     patch_sheet_xml(path, b"</row>", b'<c r="C1" t="n" /></row>')
     case = Case(condition="x", task_id="t", case=1, output_path=path, answer_path=path, answer_position="A1:C1")
-    result = rescore_case(case, get_policy("spreadsheetbench"), CachedEngine(), IronCalcEngine())
+    result = rescore_case(case, get_policy("spreadsheetbench"), CachedEngine(), [IronCalcEngine()])
     # golden (the same file, cached): A1=5, B1=None (openpyxl wrote no cache), C1=None
     assert IronCalcEngine().evaluate(path, [case_ref("C1")]).cells[case_ref("C1")] == 0.0  # the quirk itself
     assert [(str(c.ref), c.full) for c in result.cells if c.ref.column == 3] == []  # C1 is not a disagreement
@@ -114,7 +122,7 @@ def test_an_uncached_golden_formula_cannot_judge_a_computed_value(workbook):
     golden = workbook({"A1": 2, "A2": "=A1*3"}, name="golden.xlsx")  # openpyxl: A2 has no cached value
     output = workbook({"A1": 2, "A2": "=A1*3"}, name="output.xlsx")
     case = Case(condition="x", task_id="t", case=1, output_path=output, answer_path=golden, answer_position="A2")
-    result = rescore_case(case, get_policy("spreadsheetbench"), CachedEngine(), IronCalcEngine())
+    result = rescore_case(case, get_policy("spreadsheetbench"), CachedEngine(), [IronCalcEngine()])
     assert (result.shallow_pass, result.full_pass, result.verdict) == (True, None, "unevaluable")  # None == None passes
     assert result.reasons == ["uncached-golden"]
     (cell,) = result.cells

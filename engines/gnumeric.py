@@ -1,0 +1,83 @@
+"""gnumeric: ``ssconvert --recalc``, the recalculation some value-only graders run.
+
+The workbook is recalculated into a temporary copy, whose cached values are then
+read with openpyxl. gnumeric lacks AGGREGATE and other modern functions and
+answers ``#NAME?`` for them: regrade reports that as an abstention
+(``unsupported-function``), which is exactly the blindness a gnumeric-based grader
+has. A formula gnumeric cannot parse (structured references) is written back as
+``_xlfngnumeric.ERROR(...)``: an abstention too (``parse-error``). Unlike IronCalc and
+LibreOffice, gnumeric does not mark unknown functions in the formula text, so an
+``IFERROR`` around one goes unnoticed. ``INDEX`` over a one-row range gives ``#REF!`` in gnumeric where Excel gives a
+value (DESIGN §3): a known infidelity, left for the consensus to outvote.
+"""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Sequence
+
+from engines.base import CannotEvaluate, CellRef, ExcelError, WorkbookFailure, WorkbookValues
+from engines.cached import CachedEngine
+from engines.isolation import DEFAULT_TIMEOUT_S
+
+
+@functools.cache
+def _ssconvert_version() -> str | None:
+    if shutil.which("ssconvert") is None:
+        return None
+    try:
+        out = subprocess.run(["ssconvert", "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    for word in out.stdout.replace("'", " ").split():
+        if word[:1].isdigit():
+            return f"gnumeric {word}"
+    return "gnumeric (unknown version)"
+
+
+class GnumericEngine:
+    name = "gnumeric"
+    full = True
+
+    def __init__(self, timeout_s: float = DEFAULT_TIMEOUT_S):
+        self.timeout_s = timeout_s
+
+    def version(self) -> str:
+        return _ssconvert_version() or "not installed"
+
+    def unavailable_reason(self) -> str | None:
+        if _ssconvert_version() is None:
+            return "ssconvert is not on PATH: apt-get install gnumeric"
+        return None
+
+    def evaluate(self, path: Path, cells: Sequence[CellRef]) -> WorkbookValues:
+        if not path.is_file():
+            return WorkbookValues(failure=WorkbookFailure("missing-file", f"{path} does not exist"))
+        with tempfile.TemporaryDirectory(prefix="regrade-gnumeric-") as scratch:
+            recalculated = Path(scratch) / "recalculated.xlsx"
+            try:
+                run = subprocess.run(
+                    ["ssconvert", "--recalc", "--export-type=Gnumeric_Excel:xlsx2", str(path.resolve()), str(recalculated)],
+                    capture_output=True, text=True, timeout=self.timeout_s, cwd=scratch,
+                    env={"HOME": scratch, "PATH": "/usr/bin:/bin"},
+                )
+            except subprocess.TimeoutExpired:
+                return WorkbookValues(failure=WorkbookFailure("timeout", f"gnumeric took longer than {self.timeout_s:g} s"))
+            if run.returncode < 0:
+                return WorkbookValues(failure=WorkbookFailure("crashed", f"ssconvert died with signal {-run.returncode}"))
+            if run.returncode != 0 or not recalculated.is_file():
+                detail = (run.stderr.strip().splitlines() or ["no output"])[-1]
+                return WorkbookValues(failure=WorkbookFailure("load-failed", f"gnumeric cannot convert it: {detail}"))
+            values = CachedEngine().evaluate(recalculated, cells)
+        if values.failure is not None:
+            return WorkbookValues(failure=WorkbookFailure("load-failed", values.failure.detail))
+        for ref, value in values.cells.items():
+            if value == ExcelError("#NAME?"):
+                values.cells[ref] = CannotEvaluate("unsupported-function", "gnumeric gives #NAME? (an unknown function or name)")
+            elif "_xlfngnumeric.ERROR(" in values.formulas.get(ref, ""):
+                values.cells[ref] = CannotEvaluate("parse-error", "gnumeric could not parse the formula")
+        return values

@@ -1,0 +1,183 @@
+"""LibreOffice Calc: a warm soffice over UNO, recalculating every formula on load.
+
+The UNO bridge lives in Debian's ``python3-uno`` for ``/usr/bin/python3``, so the
+engine talks to a helper process on that interpreter (``libreoffice_worker.py``),
+which owns a headless soffice with a private, throw-away profile: recalculation on
+load forced (``OOXMLRecalcMode`` = 0, so no stale cache is ever echoed), external
+links never updated, macros never run. The engine isolates itself: a helper that
+does not answer within the timeout is killed with its soffice and started afresh
+for the next workbook.
+
+LibreOffice 7.4 lacks XLOOKUP, FILTER, SORT, UNIQUE, SEQUENCE and LET and reads
+structured references poorly: it leaves unknown functions lower-cased in a formula
+(abstention, ``unsupported-function``) and reports ``Err:5xx`` for formulas it
+cannot compile (abstention, ``engine-error``). ``#NAME?`` always abstains.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import json
+import os
+import select
+import shutil
+import signal
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Sequence
+
+from engines.base import (
+    EXCEL_ERROR_CODES, CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues,
+)
+from engines.isolation import DEFAULT_TIMEOUT_S
+from engines.readings import number_value, unknown_functions
+
+SYSTEM_PYTHON = "/usr/bin/python3"
+WORKER = Path(__file__).with_name("libreoffice_worker.py")
+START_TIMEOUT_S = 90.0
+
+
+@functools.cache
+def _soffice_version() -> str | None:
+    if shutil.which("soffice") is None:
+        return None
+    try:
+        out = subprocess.run(["soffice", "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    words = out.stdout.split()
+    return " ".join(words[:2]) if words else None
+
+
+@functools.cache
+def _uno_reason() -> str | None:
+    if not Path(SYSTEM_PYTHON).exists():
+        return f"{SYSTEM_PYTHON} is missing (LibreOffice's UNO bridge is installed for it)"
+    check = subprocess.run([SYSTEM_PYTHON, "-c", "import uno"], capture_output=True, text=True)
+    if check.returncode != 0:
+        return "the UNO bridge is missing: apt-get install python3-uno"
+    return None
+
+
+class LibreOfficeEngine:
+    name = "libreoffice"
+    full = True
+    isolates_itself = True
+
+    def __init__(self, timeout_s: float = DEFAULT_TIMEOUT_S):
+        self.timeout_s = timeout_s
+        self._helper: subprocess.Popen | None = None
+        self._profile: str | None = None
+        atexit.register(self.close)
+
+    def version(self) -> str:
+        return _soffice_version() or "not installed"
+
+    def unavailable_reason(self) -> str | None:
+        if _soffice_version() is None:
+            return "soffice is not on PATH: apt-get install libreoffice-calc-nogui"
+        return _uno_reason()
+
+    def evaluate(self, path: Path, cells: Sequence[CellRef]) -> WorkbookValues:
+        if not path.is_file():
+            return WorkbookValues(failure=WorkbookFailure("missing-file", f"{path} does not exist"))
+        try:
+            helper = self._ensure_helper()
+        except RuntimeError as exc:
+            return WorkbookValues(failure=WorkbookFailure("crashed", str(exc)))
+        request = {"path": str(path.resolve()), "cells": [[c.sheet, c.row, c.column] for c in cells]}
+        try:
+            assert helper.stdin is not None
+            helper.stdin.write(json.dumps(request) + "\n")
+            helper.stdin.flush()
+            reply = self._read_line(helper, self.timeout_s)
+        except (BrokenPipeError, OSError) as exc:
+            self.close()
+            return WorkbookValues(failure=WorkbookFailure("crashed", f"LibreOffice helper died: {exc}"))
+        if reply is None:
+            died = helper.poll() is not None
+            self.close()
+            if died:
+                return WorkbookValues(failure=WorkbookFailure("crashed", "LibreOffice died while evaluating"))
+            return WorkbookValues(failure=WorkbookFailure("timeout", f"LibreOffice took longer than {self.timeout_s:g} s"))
+        if not reply.get("ok"):
+            return WorkbookValues(failure=WorkbookFailure(reply.get("reason", "crashed"), reply.get("detail", "")))
+        return _values(reply, cells)
+
+    def _ensure_helper(self) -> subprocess.Popen:
+        if self._helper is not None and self._helper.poll() is None:
+            return self._helper
+        self.close()
+        self._profile = tempfile.mkdtemp(prefix="regrade-libreoffice-")
+        self._helper = subprocess.Popen(
+            [SYSTEM_PYTHON, str(WORKER), self._profile],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            start_new_session=True,  # the helper and its soffice share a process group we can kill
+            env={**os.environ, "HOME": self._profile},
+        )
+        ready = self._read_line(self._helper, START_TIMEOUT_S)
+        if not ready or not ready.get("ready"):
+            self.close()
+            raise RuntimeError("LibreOffice did not start")
+        return self._helper
+
+    @staticmethod
+    def _read_line(helper: subprocess.Popen, timeout_s: float) -> dict | None:
+        assert helper.stdout is not None
+        ready, _, _ = select.select([helper.stdout], [], [], timeout_s)
+        if not ready:
+            return None
+        line = helper.stdout.readline()
+        if not line:
+            return None
+        return json.loads(line)
+
+    def close(self) -> None:
+        helper, self._helper = self._helper, None
+        if helper is not None:
+            try:
+                os.killpg(helper.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            helper.wait(10)
+            for stream in (helper.stdin, helper.stdout):
+                if stream is not None:
+                    stream.close()
+        if self._profile is not None:
+            shutil.rmtree(self._profile, ignore_errors=True)
+            self._profile = None
+
+
+def _values(reply: dict, cells: Sequence[CellRef]) -> WorkbookValues:
+    sheets = reply["sheets"]
+    result = WorkbookValues(sheet_names=sheets)
+    for ref, reading in zip(cells, reply["cells"]):
+        if reading is None:  # no such sheet
+            continue
+        kind, raw, number_format, formula = reading
+        if formula:
+            result.formulas[ref] = formula
+        result.cells[ref] = _cell_value(kind, raw, number_format, formula)
+    return result
+
+
+def _cell_value(kind: str, raw: object, number_format: str | None, formula: str | None) -> CellResult:
+    unknown = unknown_functions(formula) if formula else []
+    if unknown:
+        return CannotEvaluate("unsupported-function", f"LibreOffice lacks {', '.join(unknown)}")
+    if kind == "error":
+        code = str(raw)
+        if code == "#NAME?":
+            return CannotEvaluate("unsupported-function", "LibreOffice gives #NAME? (an unknown function or name)")
+        if code in EXCEL_ERROR_CODES:
+            return ExcelError(code)
+        return CannotEvaluate("engine-error", f"LibreOffice {code}")
+    if kind == "number":
+        return number_value(float(raw), number_format)  # type: ignore[arg-type]
+    if kind == "bool":
+        return bool(raw)
+    if kind == "empty":
+        return None
+    return raw  # type: ignore[return-value]

@@ -1,0 +1,164 @@
+"""LibreOffice helper: runs under Debian's /usr/bin/python3, which has the UNO bridge.
+
+    /usr/bin/python3 engines/libreoffice_worker.py PROFILE_DIR
+
+It starts a headless soffice with a private profile in PROFILE_DIR (never the user's)
+that recalculates every formula on load, never updates external links and never
+runs macros, then answers requests, one JSON object per line on stdin:
+
+    {"path": "/abs/book.xlsx", "cells": [["Sheet1", 3, 2], ...]}
+
+with one JSON line on stdout:
+
+    {"ok": true, "sheets": [...], "cells": [[kind, value, number_format, formula], ...]}
+    {"ok": false, "reason": "load-failed", "detail": "..."}
+
+``kind`` is "empty", "number", "text" or "error". This file imports nothing from
+regrade: it runs in another interpreter.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+
+import uno  # type: ignore[import-not-found]
+from com.sun.star.beans import PropertyValue  # type: ignore[import-not-found]
+from com.sun.star.connection import NoConnectException  # type: ignore[import-not-found]
+
+PROFILE_SETTINGS = """<?xml version="1.0" encoding="UTF-8"?>
+<oor:items xmlns:oor="http://openoffice.org/2001/registry" xmlns:xs="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
+<item oor:path="/org.openoffice.Office.Calc/Formula/Load"><prop oor:name="OOXMLRecalcMode" oor:op="fuse"><value>0</value></prop></item>
+<item oor:path="/org.openoffice.Office.Calc/Formula/Load"><prop oor:name="ODFRecalcMode" oor:op="fuse"><value>0</value></prop></item>
+<item oor:path="/org.openoffice.Office.Calc/Content/Update"><prop oor:name="Link" oor:op="fuse"><value>2</value></prop></item>
+<item oor:path="/org.openoffice.Office.Common/Security/Scripting"><prop oor:name="MacroSecurityLevel" oor:op="fuse"><value>3</value></prop></item>
+<item oor:path="/org.openoffice.Office.Common/Security/Scripting"><prop oor:name="DisableMacrosExecution" oor:op="fuse"><value>true</value></prop></item>
+</oor:items>
+"""
+
+# com.sun.star.util.NumberFormat
+LOGICAL = 1024
+# com.sun.star.sheet.FormulaResult
+RESULT_VALUE, RESULT_STRING, RESULT_ERROR = 1, 2, 4
+# com.sun.star.table.CellContentType
+EMPTY, VALUE, TEXT, FORMULA = 0, 1, 2, 3
+
+
+def prop(name, value):
+    p = PropertyValue()
+    p.Name, p.Value = name, value
+    return p
+
+
+def start_office(profile: str):
+    user = os.path.join(profile, "user")
+    os.makedirs(user, exist_ok=True)
+    with open(os.path.join(user, "registrymodifications.xcu"), "w", encoding="utf-8") as handle:
+        handle.write(PROFILE_SETTINGS)
+    pipe = f"regrade-{uuid.uuid4().hex}"
+    office = subprocess.Popen(
+        ["soffice", "--headless", "--invisible", "--nologo", "--norestore", "--nodefault", "--nolockcheck",
+         f"-env:UserInstallation=file://{profile}", f"--accept=pipe,name={pipe};urp;StarOffice.ComponentContext"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    local = uno.getComponentContext()
+    resolver = local.ServiceManager.createInstanceWithContext("com.sun.star.bridge.UnoUrlResolver", local)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            context = resolver.resolve(f"uno:pipe,name={pipe};urp;StarOffice.ComponentContext")
+            break
+        except NoConnectException:
+            if office.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit("soffice did not start")
+            time.sleep(0.1)
+    desktop = context.ServiceManager.createInstanceWithContext("com.sun.star.frame.Desktop", context)
+    return office, desktop
+
+
+def number_format(doc, cell) -> tuple[str, bool]:
+    """The cell's format string and whether LibreOffice calls it a boolean format."""
+    try:
+        fmt = doc.NumberFormats.getByKey(cell.NumberFormat)
+        return fmt.FormatString, bool(fmt.Type & LOGICAL)
+    except Exception:
+        return "General", False
+
+
+def read_cell(doc, sheet, row: int, column: int) -> list:
+    cell = sheet.getCellByPosition(column - 1, row - 1)
+    kind = cell.getType().value if hasattr(cell.getType(), "value") else cell.getType()
+    kind = {"EMPTY": EMPTY, "VALUE": VALUE, "TEXT": TEXT, "FORMULA": FORMULA}.get(kind, kind)
+    formula = cell.getFormula() if kind == FORMULA else None
+    if kind == EMPTY:
+        return ["empty", None, None, None]
+    if kind == TEXT:
+        return ["text", cell.getString(), None, None]
+    if kind == FORMULA:
+        if cell.getError() != 0:
+            return ["error", cell.getString(), None, formula]
+        result = cell.FormulaResultType2
+        if result == RESULT_STRING:
+            return ["text", cell.getString(), None, formula]
+    fmt, logical = number_format(doc, cell)
+    if logical:
+        return ["bool", cell.getValue() != 0, fmt, formula]
+    return ["number", cell.getValue(), fmt, formula]
+
+
+def resolve_sheet(requested: str, sheets: list) -> str | None:
+    """Exact name first, then case-insensitive, as engines/sheets.py does."""
+    if requested in sheets:
+        return requested
+    folded = requested.strip().casefold()
+    return next((name for name in sheets if name.strip().casefold() == folded), None)
+
+
+def evaluate(desktop, request: dict) -> dict:
+    url = uno.systemPathToFileUrl(os.path.abspath(request["path"]))
+    options = (prop("Hidden", True), prop("ReadOnly", True), prop("MacroExecutionMode", 0), prop("UpdateDocMode", 0))
+    try:
+        doc = desktop.loadComponentFromURL(url, "_blank", 0, options)
+    except Exception as exc:
+        return {"ok": False, "reason": "load-failed", "detail": f"LibreOffice cannot load it: {exc}"}
+    if doc is None or not hasattr(doc, "Sheets"):
+        if doc is not None:
+            doc.close(True)
+        return {"ok": False, "reason": "load-failed", "detail": "LibreOffice did not open it as a spreadsheet"}
+    try:
+        doc.calculateAll()
+        sheets = list(doc.Sheets.ElementNames)
+        cells = []
+        for name, row, column in request["cells"]:
+            sheet = resolve_sheet(name, sheets)
+            cells.append(read_cell(doc, doc.Sheets.getByName(sheet), row, column) if sheet else None)
+        return {"ok": True, "sheets": sheets, "cells": cells}
+    finally:
+        doc.close(True)
+
+
+def main() -> None:
+    profile = sys.argv[1]
+    office, desktop = start_office(profile)
+    print(json.dumps({"ready": True}), flush=True)
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            reply = evaluate(desktop, json.loads(line))
+        except Exception as exc:  # a UNO failure mid-document: report it, keep serving
+            reply = {"ok": False, "reason": "crashed", "detail": f"LibreOffice failed: {type(exc).__name__}: {exc}"}
+        print(json.dumps(reply), flush=True)
+    try:
+        desktop.terminate()
+    except Exception:
+        pass
+    office.wait(10)
+
+
+if __name__ == "__main__":
+    main()

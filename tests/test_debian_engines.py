@@ -1,0 +1,79 @@
+"""LibreOffice and gnumeric on real files; expected values computed by hand beside them."""
+
+from pathlib import Path
+
+import pytest
+
+from engines.base import CannotEvaluate, CellRef
+from engines.gnumeric import GnumericEngine
+from engines.libreoffice import LibreOfficeEngine
+from regrade.compare import get_policy
+from regrade.consensus import consensus
+from engines.registry import open_engine
+from tests.conftest import DEMO, require_engines
+
+STALE = DEMO / "outputs" / "community" / "1_59511_output.xlsx"  # =ROUND(E/1000,0) over ROUNDUP's cache
+F = [CellRef("Sheet1", r, 6) for r in range(2, 7)]
+
+
+@pytest.fixture(scope="module")
+def libreoffice():
+    require_engines("libreoffice")
+    engine = LibreOfficeEngine(timeout_s=60)
+    yield engine
+    engine.close()
+
+
+@pytest.fixture
+def split(workbook):
+    """Non-CSE =SUM(C2:C3*D2:D3) in row 2 and AGGREGATE over an error."""
+    return workbook({"C2": 2, "C3": 3, "D2": 4, "D3": 5, "E2": "=SUM(C2:C3*D2:D3)",
+                     "A1": 1, "A2": "=1/0", "A3": 4, "B1": "=_xlfn.AGGREGATE(9,6,A1:A3)", "B2": '=_xlfn.XLOOKUP(1,A1:A3,A1:A3)'},
+                    title="S")
+
+
+def test_libreoffice_recomputes_instead_of_echoing_the_cache(libreoffice):
+    # E = 300, 2000, 3000, 7200, 8500: ROUND(E/1000, 0) = 0, 2, 3, 7, 9 (the cache holds ROUNDUP's 1, 2, 3, 8, 9)
+    assert [libreoffice.evaluate(STALE, F).cells[c] for c in F] == [0.0, 2.0, 3.0, 7.0, 9.0]
+
+
+def test_libreoffice_computes_aggregate_and_abstains_on_xlookup(libreoffice, split):
+    values = libreoffice.evaluate(split, [CellRef("S", 1, 2), CellRef("S", 2, 2)]).cells
+    assert values[CellRef("S", 1, 2)] == 5.0  # SUM ignoring errors (option 6): 1 + 4
+    assert values[CellRef("S", 2, 2)] == CannotEvaluate("unsupported-function", "LibreOffice lacks XLOOKUP")
+
+
+def test_libreoffice_restarts_after_a_timeout(libreoffice, workbook):
+    path = workbook({"A1": 3, "A2": "=A1*A1"})
+    libreoffice.timeout_s = 0.0001
+    assert libreoffice.evaluate(path, [CellRef("Sheet1", 2, 1)]).failure.reason == "timeout"
+    libreoffice.timeout_s = 60
+    assert libreoffice.evaluate(path, [CellRef("Sheet1", 2, 1)]).cells == {CellRef("Sheet1", 2, 1): 9.0}
+
+
+def test_libreoffice_reports_an_unreadable_file(libreoffice, tmp_path):
+    corrupt = tmp_path / "corrupt.xlsx"
+    corrupt.write_bytes(b"PK\x03\x04" + b"\x00" * 64)
+    assert libreoffice.evaluate(corrupt, [CellRef("Sheet1", 1, 1)]).failure.reason == "load-failed"
+
+
+def test_gnumeric_recomputes_and_abstains_on_aggregate(split):
+    require_engines("gnumeric")
+    engine = GnumericEngine()
+    assert [engine.evaluate(STALE, F).cells[c] for c in F] == [0, 2, 3, 7, 9]
+    aggregate = engine.evaluate(split, [CellRef("S", 1, 2)]).cells[CellRef("S", 1, 2)]
+    assert aggregate.reason == "unsupported-function"  # the point: a gnumeric-based grader cannot see it
+
+
+def test_consensus_surfaces_the_implicit_intersection_split(split):
+    require_engines("ironcalc", "libreoffice", "gnumeric")
+    targets = [CellRef("S", 2, 5), CellRef("S", 1, 2)]
+    computed = {name: open_engine(name).evaluate(split, targets) for name in ("ironcalc", "libreoffice", "gnumeric")}
+    stored = open_engine("cached").evaluate(split, targets)
+    agreed = consensus(get_policy("spreadsheetbench"), stored, computed)
+    # dynamic arrays: 2*4 + 3*5 = 23; implicit intersection in row 2: 2*4 = 8
+    split_cell = agreed.view.cells[CellRef("S", 2, 5)]
+    assert split_cell.reason == "engines-disagree"
+    assert agreed.by_engine[CellRef("S", 2, 5)] == {"ironcalc": 23.0, "libreoffice": 8.0, "gnumeric": 8}
+    # AGGREGATE: only LibreOffice votes, and its 5 stands
+    assert agreed.view.cells[CellRef("S", 1, 2)] == 5.0
