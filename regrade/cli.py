@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import statistics
 import sys
 import tempfile
 from collections import Counter
@@ -16,6 +17,7 @@ from engines.isolation import DEFAULT_TIMEOUT_S
 from engines.registry import ENGINES, FULL_ENGINES, available_full_engines, get_engine, open_engine
 from regrade import demo as demo_run
 from regrade.compare import POLICIES, get_policy
+from regrade.conformance import conformance
 from regrade.grading import grade_case
 from regrade.paired import PairingError, paired_table
 from regrade.provenance import provenance
@@ -279,6 +281,55 @@ def demo_command(run_dir, output, engine_names):
     artifacts = [r for r in results if r.verdict == ARTIFACT]
     click.echo("")
     click.echo(f"{len(artifacts)} of {len(failures)} value-only failures were grader artifacts (correct when recomputed).")
+
+
+@main.command("conformance")
+@click.argument("corpus", type=click.Path(path_type=Path, file_okay=False))
+@click.option("--engines", "engine_names", metavar="NAMES", help="Comma-separated full engines. Default: every one available here.")
+@click.option("--limit", type=int, help="Only the first N answer files (in dataset.json order).")
+@click.option("--timeout", type=float, default=DEFAULT_TIMEOUT_S, show_default=True, help="Seconds an engine may spend on one workbook.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@library_errors
+def conformance_command(corpus, engine_names, limit, timeout, fmt):
+    """How often each engine computes what Excel computed.
+
+    Recomputes the formula cells inside answer_position of every answer file Excel
+    saved (files without cached values are skipped and counted) and compares them
+    with Excel's cached values under SpreadsheetBench's value rules: per engine and
+    for the consensus, cells compared, equal, abstained (and, for the consensus,
+    disagreed). --format json adds every mismatch (task, cell, formula, Excel's value,
+    the engine's value).
+
+    \b
+    Example:
+      regrade conformance ../shared/spreadsheetbench --format json > conformance.json
+    """
+    names = chosen_engines(engine_names)
+    engines = [open_engine(name, timeout) for name in names]
+    report = conformance(corpus, engines, get_policy("spreadsheetbench"), limit,
+                         on_file=lambda n, path: click.echo(f"[{n}] {path.name}", err=True))
+    if fmt == "json":
+        click.echo(json.dumps({"format_version": 1, **report.to_json()}, indent=2, ensure_ascii=False, default=str))
+        return
+    rows = [{"engine": t.name, "compared": t.compared, "agree": t.agree, "abstain": t.abstain, "disagree": None,
+             "agree_pct": _percent(t.agree, t.compared - t.abstain), "abstain_pct": _percent(t.abstain, t.compared),
+             "median_s": _median(t.seconds)} for t in report.engines]
+    c = report.consensus
+    rows.append({"engine": "consensus", "compared": c.compared, "agree": c.agree, "abstain": c.abstain, "disagree": c.disagree,
+                 "agree_pct": _percent(c.agree, c.compared - c.abstain - c.disagree),
+                 "abstain_pct": _percent(c.abstain + c.disagree, c.compared), "median_s": None})
+    click.echo(render(["engine", "compared", "agree", "abstain", "disagree", "agree_pct", "abstain_pct", "median_s"], rows, fmt))
+    f = report.files
+    click.echo(f"\n{f.examined} answer files: {f.compared} compared, {f.without_cache} without Excel's cached values, "
+               f"{f.without_formulas} without formulas in answer_position, {f.unreadable} unreadable.")
+
+
+def _percent(part: int, whole: int) -> float | None:
+    return round(100 * part / whole, 2) if whole else None
+
+
+def _median(values: list[float]) -> float | None:
+    return round(statistics.median(values), 3) if values else None
 
 
 @main.command("engines")

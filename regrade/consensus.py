@@ -43,7 +43,7 @@ def consensus(policy: Policy, stored: WorkbookValues, computed: dict[str, Workbo
     for ref in refs:
         values = {name: _value(view, ref) for name, view in views.items()}
         result.by_engine[ref] = values
-        result.view.cells[ref] = _agree(policy, values)
+        result.view.cells[ref] = agree(policy, values)
         for view in readable:
             if ref in view.formulas:
                 result.view.formulas.setdefault(ref, view.formulas[ref])
@@ -58,7 +58,8 @@ def _value(view: WorkbookValues, ref: CellRef) -> CellResult:
     return view.cells[ref]
 
 
-def _agree(policy: Policy, values: dict[str, CellResult]) -> CellResult:
+def agree(policy: Policy, values: dict[str, CellResult]) -> CellResult:
+    """One cell's consensus from each engine's value (see the module docstring)."""
     voters = {name: v for name, v in values.items() if not isinstance(v, CannotEvaluate)}
     if not voters:
         reasons = [v for v in values.values() if isinstance(v, CannotEvaluate)]

@@ -61,14 +61,21 @@ class Golden:
             return ExcelError(value)
         return value
 
-    def is_formula(self, ref: CellRef) -> bool:
-        """Whether the golden cell holds a formula (its formulas are read on first use)."""
+    def formula(self, ref: CellRef) -> str | None:
+        """The golden cell's formula, or None (the formulas are read on first use)."""
         if self._formula_book is None:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 self._formula_book = openpyxl.load_workbook(self.path, data_only=False)
-        formula = self._formula_book[ref.sheet].cell(ref.row, ref.column).value
-        return isinstance(formula, str) and formula.startswith("=") or type(formula).__name__ == "ArrayFormula"
+        content = self._formula_book[ref.sheet].cell(ref.row, ref.column).value
+        if isinstance(content, str) and content.startswith("="):
+            return content
+        if type(content).__name__ == "ArrayFormula":
+            return str(content.text)
+        return None
+
+    def is_formula(self, ref: CellRef) -> bool:
+        return self.formula(ref) is not None
 
 
 class GoldenError(Exception):

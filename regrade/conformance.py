@@ -1,0 +1,143 @@
+"""Conformance against Excel: engines recompute the answer files Excel saved.
+
+Answer files written by Excel carry Excel's own results as cached values: a free
+oracle. For every answer file of a SpreadsheetBench-layout corpus, the formula
+cells inside ``answer_position`` are recomputed by each engine and compared with
+Excel's cached value under the policy's value rules. A file none of whose graded
+formulas has a cached value was not saved by Excel (openpyxl wrote it): it is
+skipped and counted. In a file Excel saved, a formula read as empty is Excel's
+``""`` (openpyxl reads it as None) and compares as empty.
+
+Per engine: cells compared, cells equal to Excel, abstentions. For the consensus
+(:mod:`regrade.consensus`): cells compared, equal, abstained (no engine computed
+them) and disagreed (the engines computed different values).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from engines.base import CannotEvaluate, CellRef, CellResult, Engine, WorkbookValues
+from regrade.compare import Policy, TargetError
+from regrade.consensus import agree
+from regrade.grading import Golden, GoldenError, load_golden
+from regrade.results import json_value
+from regrade.runs import golden_files, load_dataset
+from regrade.verdicts import ENGINES_DISAGREE
+
+
+@dataclass
+class EngineTally:
+    name: str
+    compared: int = 0
+    agree: int = 0
+    abstain: int = 0
+    seconds: list[float] = field(default_factory=list)
+
+
+@dataclass
+class ConsensusTally:
+    compared: int = 0
+    agree: int = 0
+    abstain: int = 0
+    disagree: int = 0
+
+
+@dataclass
+class FileCounts:
+    examined: int = 0
+    compared: int = 0
+    without_cache: int = 0
+    without_formulas: int = 0
+    unreadable: int = 0
+
+
+@dataclass
+class ConformanceReport:
+    engines: list[EngineTally]
+    consensus: ConsensusTally = field(default_factory=ConsensusTally)
+    files: FileCounts = field(default_factory=FileCounts)
+    mismatches: list[dict] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {
+            "engines": [{k: v for k, v in asdict(t).items() if k != "seconds"} for t in self.engines],
+            "consensus": asdict(self.consensus),
+            "files": asdict(self.files),
+            "mismatches": self.mismatches,
+        }
+
+
+def conformance(
+    corpus: Path,
+    engines: list[Engine],
+    policy: Policy,
+    limit: int | None = None,
+    on_file: Callable[[int, Path], None] | None = None,
+) -> ConformanceReport:
+    report = ConformanceReport([EngineTally(e.name) for e in engines])
+    tallies = {t.name: t for t in report.engines}
+    records = load_dataset(corpus)
+    answers = [(str(r["id"]), n, p, r) for r in records for n, p in golden_files(corpus, str(r["id"])).items()]
+    for number, (task, case, path, record) in enumerate(answers[:limit], start=1):
+        if on_file is not None:
+            on_file(number, path)
+        report.files.examined += 1
+        try:
+            golden = load_golden(path)
+            targets = policy.targets(record.get("answer_position", ""), record.get("answer_sheet"), golden.extents)
+        except (GoldenError, TargetError):
+            report.files.unreadable += 1
+            continue
+        formulas = [t for t in targets if golden.is_formula(t)]
+        if not formulas:
+            report.files.without_formulas += 1
+            continue
+        excel = {t: golden.value(t) for t in formulas}
+        if all(v is None for v in excel.values()):
+            report.files.without_cache += 1
+            continue
+        report.files.compared += 1
+        computed: dict[str, WorkbookValues] = {}
+        for engine in engines:
+            started = time.monotonic()
+            computed[engine.name] = engine.evaluate(path, formulas)
+            tallies[engine.name].seconds.append(time.monotonic() - started)
+        for ref in formulas:
+            expected = "" if excel[ref] is None else excel[ref]
+            values = {name: _cell(values, ref) for name, values in computed.items()}
+            for name, value in values.items():
+                tally = tallies[name]
+                tally.compared += 1
+                if isinstance(value, CannotEvaluate):
+                    tally.abstain += 1
+                elif policy.equal(expected, value):
+                    tally.agree += 1
+                else:
+                    report.mismatches.append(_mismatch(task, case, ref, golden, expected, name, value))
+            combined = agree(policy, values)
+            report.consensus.compared += 1
+            if isinstance(combined, CannotEvaluate):
+                if combined.reason == ENGINES_DISAGREE:
+                    report.consensus.disagree += 1
+                else:
+                    report.consensus.abstain += 1
+            elif policy.equal(expected, combined):
+                report.consensus.agree += 1
+            else:
+                report.mismatches.append(_mismatch(task, case, ref, golden, expected, "consensus", combined))
+    return report
+
+
+def _cell(values: WorkbookValues, ref: CellRef) -> CellResult:
+    if values.failure is not None:
+        return CannotEvaluate(values.failure.reason, values.failure.detail)
+    return values.cells.get(ref, CannotEvaluate("missing-sheet", f"no sheet {ref.sheet!r}"))
+
+
+def _mismatch(task: str, case: int, ref: CellRef, golden: Golden, expected: CellResult, engine: str, value: CellResult) -> dict:
+    return {"task_id": task, "case": case, "cell": str(ref), "formula": golden.formula(ref),
+            "excel": json_value(expected), "engine": engine, "value": json_value(value)}

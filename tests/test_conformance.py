@@ -1,0 +1,47 @@
+"""Conformance against Excel's cached values, on corpora whose answers are known by hand."""
+
+import json
+import shutil
+
+import pytest
+
+from engines.registry import open_engine
+from regrade.compare import get_policy
+from regrade.conformance import conformance
+from tests.conftest import DEMO, require_engines
+
+ALL_FULL = ("ironcalc", "libreoffice", "gnumeric")
+
+
+@pytest.fixture(scope="module")
+def engines():
+    require_engines(*ALL_FULL)
+    return [open_engine(name) for name in ALL_FULL]
+
+
+def test_every_engine_matches_excel_on_the_demo_answers(engines):
+    report = conformance(DEMO / "dataset", engines, get_policy("spreadsheetbench"))
+    # graded formula cells: 34469 AH6, 32293 B14:B17, 37086 D2:D5, 59511 F2:F6, 57029 C1:C5,
+    # three cases each: 3 * (1 + 4 + 4 + 5 + 5) = 57
+    assert [(t.name, t.compared, t.agree, t.abstain) for t in report.engines] == [(n, 57, 57, 0) for n in ALL_FULL]
+    assert (report.consensus.compared, report.consensus.agree) == (57, 57)
+    assert report.mismatches == []
+
+
+def test_a_cache_that_disagrees_with_its_formula_is_counted_and_listed(engines, tmp_path):
+    corpus = tmp_path / "corpus"
+    folder = corpus / "spreadsheet" / "59511"
+    folder.mkdir(parents=True)
+    record = json.loads((DEMO / "dataset" / "dataset.json").read_text())
+    (corpus / "dataset.json").write_text(json.dumps([r for r in record if str(r["id"]) == "59511"]))
+    # case 1: ROUND formulas over ROUNDUP's cache; case 2: openpyxl formulas, no cache at all
+    shutil.copyfile(DEMO / "outputs" / "community" / "1_59511_output.xlsx", folder / "1_59511_answer.xlsx")
+    shutil.copyfile(DEMO / "outputs" / "anthropic" / "2_59511_output.xlsx", folder / "2_59511_answer.xlsx")
+    report = conformance(corpus, engines, get_policy("spreadsheetbench"))
+    assert (report.files.examined, report.files.compared, report.files.without_cache) == (2, 1, 1)
+    # E = 300, 2000, 3000, 7200, 8500: ROUND gives 0, 2, 3, 7, 9 where the cache says 1, 2, 3, 8, 9
+    assert [(t.compared, t.agree) for t in report.engines] == [(5, 3)] * 3
+    assert (report.consensus.agree, report.consensus.disagree) == (3, 0)
+    assert {(m["cell"], m["excel"], m["value"]) for m in report.mismatches} == {
+        ("Sheet1!F2", 1, 0), ("Sheet1!F5", 8, 7)}
+    assert sorted({m["engine"] for m in report.mismatches}) == ["consensus", *sorted(ALL_FULL)]
