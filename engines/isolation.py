@@ -14,6 +14,7 @@ import multiprocessing
 import os
 import resource
 import signal
+import sys
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Sequence
@@ -80,7 +81,9 @@ def _work(engine: Engine, path: Path, cells: list[CellRef], memory_mb: int | Non
     os.environ["RUST_BACKTRACE"] = "0"
     faulthandler.disable()  # it holds its own copy of stderr; a crash is reported by exit status
     devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 2)  # engines print panics and warnings on stderr; keep the user's terminal clean
+    os.dup2(devnull, 1)  # engines print to both (IronCalc: "Unexpected feature ..." on stdout);
+    os.dup2(devnull, 2)  # the worker answers through its pipe, and regrade's stdout carries data only
+    sys.stdout = sys.stderr = open(os.devnull, "w")  # Python-level writes may not go through fd 1 and 2
     if memory_mb:
         limit = memory_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))

@@ -120,3 +120,18 @@ def test_isolation_turns_crashes_timeouts_and_memory_into_failures(engine, reaso
 def test_isolated_engine_returns_the_same_values(workbook):
     path = workbook({"A1": 4, "A2": "=A1*A1"})
     assert IsolatedEngine(IronCalcEngine()).evaluate(path, [ref("A2")]).cells == {ref("A2"): 16.0}
+
+
+class ChattyEngine(IronCalcEngine):
+    def evaluate(self, path, cells):
+        print("Unexpected feature XmlNode { name: vertAlign }")  # what IronCalc prints on some files
+        os.write(2, b"thread panicked\n")
+        return super().evaluate(path, cells)
+
+
+def test_a_worker_prints_nothing_to_the_users_stdout_or_stderr(workbook, capfd):
+    path = workbook({"A1": 2, "A2": "=A1+1"})
+    values = IsolatedEngine(ChattyEngine()).evaluate(path, [ref("A2")])
+    assert values.cells == {ref("A2"): 3.0}
+    out, err = capfd.readouterr()
+    assert (out, err) == ("", "")
