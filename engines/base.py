@@ -90,6 +90,7 @@ class WorkbookValues:
     sheet_names: list[str] = field(default_factory=list)
     cells: dict[CellRef, CellResult] = field(default_factory=dict)
     formulas: dict[CellRef, str] = field(default_factory=dict)
+    number_formats: dict[CellRef, str] = field(default_factory=dict)
     failure: WorkbookFailure | None = None
 
 

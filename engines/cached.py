@@ -45,7 +45,9 @@ class CachedEngine:
             sheet = resolve_sheet(ref.sheet, names)
             if sheet is None:
                 continue
-            value = values_book[sheet].cell(ref.row, ref.column).value
+            cell = values_book[sheet].cell(ref.row, ref.column)
+            value = cell.value
+            result.number_formats[ref] = cell.number_format
             if isinstance(value, str) and value in EXCEL_ERROR_CODES:
                 value = ExcelError(value)
             result.cells[ref] = value

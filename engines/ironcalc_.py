@@ -88,6 +88,8 @@ def _read_value(model: Any, sheet: int, row: int, column: int) -> CellResult:
     if kind == ironcalc.CellType.ErrorValue:
         if value == "#ERROR!":
             return CannotEvaluate("parse-error", "IronCalc could not parse the formula")
+        if value == "#N/IMPL!":
+            return CannotEvaluate("unsupported-function", "IronCalc has not implemented part of the formula (#N/IMPL!)")
         return ExcelError(str(value))
     if kind == ironcalc.CellType.LogicalValue:
         return bool(value)

@@ -11,7 +11,10 @@ for the next workbook.
 LibreOffice 7.4 lacks XLOOKUP, FILTER, SORT, UNIQUE, SEQUENCE and LET and reads
 structured references poorly: it leaves unknown functions lower-cased in a formula
 (abstention, ``unsupported-function``) and reports ``Err:5xx`` for formulas it
-cannot compile (abstention, ``engine-error``). ``#NAME?`` always abstains.
+cannot compile (abstention, ``engine-error``). ``#NAME?`` always abstains. Numbers come
+back plain: LibreOffice formats a ``=TIME(6,0,0)`` cell as a time of its own accord,
+where the file says General; a date is a date when the file's format says so
+(:func:`regrade.grading.recomputed_view`).
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from engines.base import (
     EXCEL_ERROR_CODES, CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues,
 )
 from engines.isolation import DEFAULT_TIMEOUT_S
-from engines.readings import number_value, unknown_functions
+from engines.readings import unknown_functions
 
 SYSTEM_PYTHON = "/usr/bin/python3"
 WORKER = Path(__file__).with_name("libreoffice_worker.py")
@@ -175,7 +178,7 @@ def _cell_value(kind: str, raw: object, number_format: str | None, formula: str 
             return ExcelError(code)
         return CannotEvaluate("engine-error", f"LibreOffice {code}")
     if kind == "number":
-        return number_value(float(raw), number_format)  # type: ignore[arg-type]
+        return float(raw)  # type: ignore[arg-type]  # LibreOffice's automatic formats are not the file's
     if kind == "bool":
         return bool(raw)
     if kind == "empty":

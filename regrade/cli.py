@@ -20,6 +20,8 @@ from regrade.compare import POLICIES, get_policy
 from regrade.conformance import conformance
 from regrade.grading import grade_case
 from regrade.paired import PairingError, paired_table
+from regrade.probes import MATRIX, OUTCOMES, load_matrix, run_pack
+from regrade.probes import scores as probe_scores
 from regrade.provenance import provenance
 from regrade.report import FORMATS, render
 from regrade.rescore import CaseResult, rescore
@@ -336,19 +338,54 @@ def _median(values: list[float]) -> float | None:
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @library_errors
 def engines_command(fmt):
-    """List the engines: version, whether each can run here, and why not.
+    """List the engines: version, whether each can run here and why not, and probe scores.
+
+    The probe scores (right/wrong/abstain of the probes in fixtures/probes) are the
+    recorded ones, which the test suite checks against the engines; `regrade probes`
+    measures them afresh.
 
     \b
     Example:
       regrade engines --format json
     """
+    recorded = probe_scores(load_matrix())
     rows = []
     for name in ENGINES:
         engine = get_engine(name)
         reason = engine.unavailable_reason()
+        score = recorded.get(name, {})
         rows.append({"name": name, "full": engine.full, "available": reason is None, "version": engine.version(),
-                     "why_not": reason})
-    click.echo(render(["name", "full", "available", "version", "why_not"], rows, fmt))
+                     "probes_right": score.get("right"), "probes_wrong": score.get("wrong"),
+                     "probes_abstain": score.get("abstain"), "why_not": reason})
+    click.echo(render(["name", "full", "available", "version", "probes_right", "probes_wrong", "probes_abstain", "why_not"],
+                      rows, fmt))
+
+
+@main.command("probes")
+@click.option("--engines", "engine_names", metavar="NAMES", help="Comma-separated full engines. Default: every one available here.")
+@click.option("--record", is_flag=True, help=f"Write the outcomes to {MATRIX.relative_to(MATRIX.parents[2])} (on purpose: the tests compare with it).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@library_errors
+def probes_command(engine_names, record, fmt):
+    """Run the engines over the probe pack: per probe, right, wrong or abstain.
+
+    Each probe in fixtures/probes is a small workbook whose right values were worked
+    out by hand (fixtures/make_probes.py says why). Prints one row per probe and a
+    total per engine.
+
+    \b
+    Example:
+      regrade probes --engines ironcalc,libreoffice
+    """
+    names = chosen_engines(engine_names)
+    matrix = run_pack([open_engine(name) for name in names], on_probe=lambda p: click.echo(p, err=True))
+    if record:
+        MATRIX.write_text(json.dumps(matrix, indent=1, sort_keys=True) + "\n")
+        click.echo(f"recorded {len(matrix)} probes in {MATRIX}", err=True)
+    rows = [{"probe": probe, **outcomes} for probe, outcomes in matrix.items()]
+    totals = probe_scores(matrix)
+    rows += [{"probe": f"total {outcome}", **{n: totals[n][outcome] for n in names}} for outcome in OUTCOMES]
+    click.echo(render(["probe", *names], rows, fmt))
 
 
 if __name__ == "__main__":  # pragma: no cover

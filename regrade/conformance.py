@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from engines.base import CannotEvaluate, CellRef, CellResult, Engine, WorkbookValues
+from engines.readings import number_value
 from regrade.compare import Policy, TargetError
 from regrade.consensus import agree
 from regrade.grading import Golden, GoldenError, load_golden
@@ -108,7 +109,7 @@ def conformance(
             tallies[engine.name].seconds.append(time.monotonic() - started)
         for ref in formulas:
             expected = "" if excel[ref] is None else excel[ref]
-            values = {name: _cell(values, ref) for name, values in computed.items()}
+            values = {name: _cell(values, ref, golden.number_format(ref)) for name, values in computed.items()}
             for name, value in values.items():
                 tally = tallies[name]
                 tally.compared += 1
@@ -132,10 +133,12 @@ def conformance(
     return report
 
 
-def _cell(values: WorkbookValues, ref: CellRef) -> CellResult:
+def _cell(values: WorkbookValues, ref: CellRef, number_format: str) -> CellResult:
+    """An engine's value of ``ref``, a plain number read in the file's own format."""
     if values.failure is not None:
         return CannotEvaluate(values.failure.reason, values.failure.detail)
-    return values.cells.get(ref, CannotEvaluate("missing-sheet", f"no sheet {ref.sheet!r}"))
+    value = values.cells.get(ref, CannotEvaluate("missing-sheet", f"no sheet {ref.sheet!r}"))
+    return number_value(value, number_format) if type(value) is float else value
 
 
 def _mismatch(task: str, case: int, ref: CellRef, golden: Golden, expected: CellResult, engine: str, value: CellResult) -> dict:

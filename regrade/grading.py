@@ -14,6 +14,7 @@ from pathlib import Path
 import openpyxl
 
 from engines.base import EXCEL_ERROR_CODES, CannotEvaluate, CellRef, CellResult, Engine, ExcelError, WorkbookValues
+from engines.readings import number_value
 from regrade.compare import Policy, SheetExtent, TargetError
 from regrade.runs import Case
 
@@ -61,6 +62,9 @@ class Golden:
             return ExcelError(value)
         return value
 
+    def number_format(self, ref: CellRef) -> str:
+        return self.book[ref.sheet].cell(ref.row, ref.column).number_format
+
     def formula(self, ref: CellRef) -> str | None:
         """The golden cell's formula, or None (the formulas are read on first use)."""
         if self._formula_book is None:
@@ -102,6 +106,7 @@ def recomputed_view(stored: WorkbookValues, computed: WorkbookValues) -> Workboo
     A cell without a formula holds a constant; recomputation cannot change it, and an
     engine's reading of it is no better than the file's (IronCalc reads a numeric cell
     stored without a value, ``<c t="n"/>``, as 0 where Excel and openpyxl see it empty).
+    A computed number is a date or time when the file's format for that cell says so.
     """
     if computed.failure is not None or stored.failure is not None:
         return computed
@@ -109,6 +114,8 @@ def recomputed_view(stored: WorkbookValues, computed: WorkbookValues) -> Workboo
     for ref, value in stored.cells.items():
         if ref in cells and ref not in stored.formulas and ref not in computed.formulas:
             cells[ref] = value
+        elif type(cells.get(ref)) is float and ref in stored.number_formats:
+            cells[ref] = number_value(cells[ref], stored.number_formats[ref])  # the file's format decides
     return WorkbookValues(sheet_names=computed.sheet_names, cells=cells, formulas=computed.formulas)
 
 
