@@ -1,7 +1,8 @@
 """IronCalc: a full recalculation in Rust, through its Python bindings.
 
-IronCalc recomputes every formula on load. Where it cannot compute a cell, regrade
-abstains instead of reporting a wrong value:
+IronCalc recomputes every formula on load. AGGREGATE, which it lacks, is computed by
+:mod:`engines.ironcalc_aggregate` from arguments IronCalc evaluates. Where it cannot
+compute a cell, regrade abstains instead of reporting a wrong value:
 
 - a function IronCalc does not know comes back lower-cased in the formula text
   (``=_xlfn.aggregate(9,6,B2:B4)``) with ``#NAME?``; a target whose own formula
@@ -21,7 +22,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from engines.base import CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues
+from engines.ironcalc_aggregate import compute_aggregates
 from engines.readings import number_value, unknown_functions
+from engines.tables import this_row_rewrites
 from engines.sheets import resolve_sheet
 
 
@@ -54,6 +57,15 @@ class IronCalcEngine:
         except Exception as exc:  # WorkbookError and friends; a panic is handled by the worker
             return WorkbookValues(failure=WorkbookFailure("load-failed", f"IronCalc cannot load it: {exc}"))
         names = [p["name"] for p in model.get_worksheets_properties()]
+        originals: dict[tuple[int, int, int], str] = {}
+        for (sheet_name, row, column), formula in this_row_rewrites(path).items():
+            if sheet_name in names:
+                index = names.index(sheet_name)
+                originals[(index, row, column)] = model.get_cell_formula(index, row, column) or formula
+                model.update_cell_with_formula(index, row, column, formula)
+        if originals:
+            model.evaluate()
+        originals = {**originals, **compute_aggregates(model)}
         result = WorkbookValues(sheet_names=names)
         workbook_unknown: list[str] | None = None
         for ref in cells:
@@ -61,11 +73,11 @@ class IronCalcEngine:
             if sheet is None:
                 continue
             index = names.index(sheet)
-            formula = model.get_cell_formula(index, ref.row, ref.column)
+            formula = originals.get((index, ref.row, ref.column)) or model.get_cell_formula(index, ref.row, ref.column)
             value = _read_value(model, index, ref.row, ref.column)
             if formula:
                 result.formulas[ref] = formula
-                own_unknown = unknown_functions(formula)
+                own_unknown = [f for f in unknown_functions(formula) if (index, ref.row, ref.column) not in originals or f != "AGGREGATE"]
                 if own_unknown:
                     value = CannotEvaluate("unsupported-function", f"IronCalc lacks {', '.join(own_unknown)}")
                 elif isinstance(value, ExcelError):

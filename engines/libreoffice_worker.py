@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -46,6 +47,8 @@ LOGICAL = 1024
 RESULT_VALUE, RESULT_STRING, RESULT_ERROR = 1, 2, 4
 # com.sun.star.table.CellContentType
 EMPTY, VALUE, TEXT, FORMULA = 0, 1, 2, 3
+# com.sun.star.sheet.CellFlags
+FORMULA_CELLS = 16
 
 
 def prop(name, value):
@@ -77,7 +80,40 @@ def start_office(profile: str):
                 raise SystemExit("soffice did not start")
             time.sleep(0.1)
     desktop = context.ServiceManager.createInstanceWithContext("com.sun.star.frame.Desktop", context)
-    return office, desktop
+    return office, desktop, known_functions(context)
+
+
+def known_functions(context) -> set:
+    """The names of every function this LibreOffice knows."""
+    descriptions = context.ServiceManager.createInstanceWithContext("com.sun.star.sheet.FunctionDescriptions", context)
+    names = set()
+    for index in range(descriptions.getCount()):
+        for field in descriptions.getByIndex(index):
+            if field.Name == "Name":
+                names.add(str(field.Value).upper())
+    return names
+
+
+LOWER_CASE_CALL = re.compile(r'(?<![A-Za-z0-9_."])([a-z][a-z0-9_.]*)\(')
+
+
+def recase_known_functions(doc, known: set) -> int:
+    """Formulas saved without Excel's _xlfn. prefix (as openpyxl writes them) reach LibreOffice
+    as unknown, lower-cased names; re-case those LibreOffice knows. Returns how many changed."""
+    changed = 0
+    for sheet in doc.Sheets:
+        formulas = sheet.queryContentCells(FORMULA_CELLS)
+        for address in formulas.getRangeAddresses():
+            block = sheet.getCellRangeByPosition(address.StartColumn, address.StartRow, address.EndColumn, address.EndRow)
+            for r, row in enumerate(block.getFormulaArray()):
+                for c, formula in enumerate(row):
+                    if not LOWER_CASE_CALL.search(formula):
+                        continue
+                    fixed = LOWER_CASE_CALL.sub(lambda m: m.group(1).upper() + "(" if m.group(1).upper() in known else m.group(0), formula)
+                    if fixed != formula:
+                        block.getCellByPosition(c, r).setFormula(fixed)
+                        changed += 1
+    return changed
 
 
 def number_format(doc, cell) -> tuple[str, bool]:
@@ -118,7 +154,7 @@ def resolve_sheet(requested: str, sheets: list) -> str | None:
     return next((name for name in sheets if name.strip().casefold() == folded), None)
 
 
-def evaluate(desktop, request: dict) -> dict:
+def evaluate(desktop, known: set, request: dict) -> dict:
     url = uno.systemPathToFileUrl(os.path.abspath(request["path"]))
     options = (prop("Hidden", True), prop("ReadOnly", True), prop("MacroExecutionMode", 0), prop("UpdateDocMode", 0))
     try:
@@ -130,6 +166,11 @@ def evaluate(desktop, request: dict) -> dict:
             doc.close(True)
         return {"ok": False, "reason": "load-failed", "detail": "LibreOffice did not open it as a spreadsheet"}
     try:
+        recase_known_functions(doc, known)
+        for name, row, column, formula in request.get("formulas", []):
+            sheet = resolve_sheet(name, list(doc.Sheets.ElementNames))
+            if sheet:
+                doc.Sheets.getByName(sheet).getCellByPosition(column - 1, row - 1).setFormula(formula)
         doc.calculateAll()
         sheets = list(doc.Sheets.ElementNames)
         cells = []
@@ -143,13 +184,13 @@ def evaluate(desktop, request: dict) -> dict:
 
 def main() -> None:
     profile = sys.argv[1]
-    office, desktop = start_office(profile)
+    office, desktop, known = start_office(profile)
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         if not line.strip():
             continue
         try:
-            reply = evaluate(desktop, json.loads(line))
+            reply = evaluate(desktop, known, json.loads(line))
         except Exception as exc:  # a UNO failure mid-document: report it, keep serving
             reply = {"ok": False, "reason": "crashed", "detail": f"LibreOffice failed: {type(exc).__name__}: {exc}"}
         print(json.dumps(reply), flush=True)

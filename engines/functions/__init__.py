@@ -1,0 +1,1 @@
+"""Excel functions some engines lack, implemented once and shared."""
