@@ -23,6 +23,7 @@ from typing import Any, Sequence
 
 from engines.base import CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues
 from engines.ironcalc_aggregate import compute_aggregates
+from engines.ironcalc_rewrites import widen_criteria_ranges
 from engines.readings import number_value, unknown_functions
 from engines.tables import this_row_rewrites
 from engines.sheets import resolve_sheet
@@ -57,15 +58,8 @@ class IronCalcEngine:
         except Exception as exc:  # WorkbookError and friends; a panic is handled by the worker
             return WorkbookValues(failure=WorkbookFailure("load-failed", f"IronCalc cannot load it: {exc}"))
         names = [p["name"] for p in model.get_worksheets_properties()]
-        originals: dict[tuple[int, int, int], str] = {}
-        for (sheet_name, row, column), formula in this_row_rewrites(path).items():
-            if sheet_name in names:
-                index = names.index(sheet_name)
-                originals[(index, row, column)] = model.get_cell_formula(index, row, column) or formula
-                model.update_cell_with_formula(index, row, column, formula)
-        if originals:
-            model.evaluate()
-        originals = {**originals, **compute_aggregates(model)}
+        originals = _work_around_defects(model, names, path)
+        originals = {**compute_aggregates(model), **originals}
         result = WorkbookValues(sheet_names=names)
         workbook_unknown: list[str] | None = None
         for ref in cells:
@@ -90,6 +84,26 @@ class IronCalcEngine:
                         )
             result.cells[ref] = value
         return result
+
+
+def _work_around_defects(model: Any, names: list[str], path: Path) -> dict[tuple[int, int, int], str]:
+    """Rewrite formulas IronCalc misreads (engines/tables.py, engines/ironcalc_rewrites.py);
+    returns each rewritten cell's original formula."""
+    originals: dict[tuple[int, int, int], str] = {}
+    for (sheet_name, row, column), formula in this_row_rewrites(path).items():
+        if sheet_name in names:
+            index = names.index(sheet_name)
+            originals[(index, row, column)] = model.get_cell_formula(index, row, column) or formula
+            model.update_cell_with_formula(index, row, column, formula)
+    for sheet, row, column in model.get_all_cells():
+        formula = model.get_cell_formula(sheet, row, column)
+        widened = widen_criteria_ranges(formula) if formula else formula
+        if widened != formula:
+            originals.setdefault((sheet, row, column), formula)
+            model.update_cell_with_formula(sheet, row, column, widened)
+    if originals:
+        model.evaluate()
+    return originals
 
 
 def _read_value(model: Any, sheet: int, row: int, column: int) -> CellResult:
