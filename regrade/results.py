@@ -78,6 +78,7 @@ def write_jsonl(path: Path, records: Iterable[dict]) -> int:
     )
     count = 0
     try:
+        os.chmod(handle.name, 0o666 & ~_umask())  # a temporary file is private; the result is not
         with handle:
             for record in records:
                 handle.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
@@ -89,6 +90,12 @@ def write_jsonl(path: Path, records: Iterable[dict]) -> int:
         Path(handle.name).unlink(missing_ok=True)
         raise
     return count
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def read_results(path: Path) -> tuple[dict | None, list[dict]]:

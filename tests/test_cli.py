@@ -168,3 +168,15 @@ def test_engines_lists_every_engine_with_its_availability():
         ("cached", False, True, None), ("ironcalc", True, True, None),
         ("libreoffice", True, True, None), ("gnumeric", True, True, None)]
     assert rows[1]["version"] == "ironcalc 0.9.1" and rows[2]["version"].startswith("LibreOffice 7.")
+
+
+def test_results_file_gets_ordinary_permissions(manifest, tmp_path):
+    import os
+    import stat
+
+    out = tmp_path / "results.jsonl"
+    invoke("rescore", "--manifest", manifest, "-o", out, "--engines", "ironcalc")
+    mask = os.umask(0)
+    os.umask(mask)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~mask
+    assert not list(tmp_path.glob("*.partial"))  # nothing left behind
