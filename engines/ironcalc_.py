@@ -25,7 +25,7 @@ from engines.base import CannotEvaluate, CellRef, CellResult, ExcelError, Workbo
 from engines.ironcalc_aggregate import compute_aggregates
 from engines.ironcalc_rewrites import widen_criteria_ranges
 from engines.readings import number_value, unknown_functions
-from engines.tables import this_row_rewrites
+from engines.tables import structured_rewrites
 from engines.sheets import resolve_sheet
 
 
@@ -90,7 +90,7 @@ def _work_around_defects(model: Any, names: list[str], path: Path) -> dict[tuple
     """Rewrite formulas IronCalc misreads (engines/tables.py, engines/ironcalc_rewrites.py);
     returns each rewritten cell's original formula."""
     originals: dict[tuple[int, int, int], str] = {}
-    for (sheet_name, row, column), formula in this_row_rewrites(path).items():
+    for (sheet_name, row, column), formula in structured_rewrites(path).items():
         if sheet_name in names:
             index = names.index(sheet_name)
             originals[(index, row, column)] = model.get_cell_formula(index, row, column) or formula

@@ -23,7 +23,6 @@ import atexit
 import functools
 import json
 import os
-import re
 import select
 import shutil
 import signal
@@ -37,7 +36,7 @@ from engines.base import (
 )
 from engines.isolation import DEFAULT_TIMEOUT_S
 from engines.readings import unknown_functions
-from engines.tables import this_row_rewrites
+from engines.tables import structured_rewrites
 
 SYSTEM_PYTHON = "/usr/bin/python3"
 WORKER = Path(__file__).with_name("libreoffice_worker.py")
@@ -92,8 +91,7 @@ class LibreOfficeEngine:
             helper = self._ensure_helper()
         except RuntimeError as exc:
             return WorkbookValues(failure=WorkbookFailure("crashed", str(exc)))
-        rewrites = [[sheet, row, column, api_grammar(formula)]
-                    for (sheet, row, column), formula in this_row_rewrites(path).items()]
+        rewrites = [[sheet, row, column, formula] for (sheet, row, column), formula in structured_rewrites(path).items()]
         request = {"path": str(path.resolve()), "cells": [[c.sheet, c.row, c.column] for c in cells], "formulas": rewrites}
         try:
             assert helper.stdin is not None
@@ -155,12 +153,6 @@ class LibreOfficeEngine:
         if self._profile is not None:
             shutil.rmtree(self._profile, ignore_errors=True)
             self._profile = None
-
-
-def api_grammar(formula: str) -> str:
-    """An Excel formula in LibreOffice's API grammar: ';' separates arguments (outside text)."""
-    parts = re.split(r'("(?:[^"]|"")*")', formula)
-    return "".join(part if index % 2 else part.replace(",", ";") for index, part in enumerate(parts))
 
 
 def _values(reply: dict, cells: Sequence[CellRef]) -> WorkbookValues:

@@ -6,7 +6,8 @@ It starts a headless soffice with a private profile in PROFILE_DIR (never the us
 that recalculates every formula on load, never updates external links and never
 runs macros, then answers requests, one JSON object per line on stdin:
 
-    {"path": "/abs/book.xlsx", "cells": [["Sheet1", 3, 2], ...]}
+    {"path": "/abs/book.xlsx", "cells": [["Sheet1", 3, 2], ...],
+     "formulas": [["Sheet1", 4, 2, "=SUM('Sheet1'!$B$2:$B$3)"], ...]}   (Excel syntax, optional)
 
 with one JSON line on stdout:
 
@@ -30,6 +31,7 @@ import uuid
 import uno  # type: ignore[import-not-found]
 from com.sun.star.beans import PropertyValue  # type: ignore[import-not-found]
 from com.sun.star.connection import NoConnectException  # type: ignore[import-not-found]
+from com.sun.star.table import CellAddress  # type: ignore[import-not-found]
 
 PROFILE_SETTINGS = """<?xml version="1.0" encoding="UTF-8"?>
 <oor:items xmlns:oor="http://openoffice.org/2001/registry" xmlns:xs="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
@@ -49,6 +51,8 @@ RESULT_VALUE, RESULT_STRING, RESULT_ERROR = 1, 2, 4
 EMPTY, VALUE, TEXT, FORMULA = 0, 1, 2, 3
 # com.sun.star.sheet.CellFlags
 FORMULA_CELLS = 16
+# com.sun.star.sheet.AddressConvention
+XL_OOX = 3
 
 
 def prop(name, value):
@@ -146,6 +150,23 @@ def read_cell(doc, sheet, row: int, column: int) -> list:
     return ["number", cell.getValue(), fmt, formula]
 
 
+def set_excel_formulas(doc, formulas: list) -> None:
+    """Replace cells' formulas with Excel-syntax ones, parsed as Excel writes them (OOXML)."""
+    if not formulas:
+        return
+    parser = doc.createInstance("com.sun.star.sheet.FormulaParser")
+    parser.setPropertyValue("CompileEnglish", True)
+    parser.setPropertyValue("FormulaConvention", XL_OOX)
+    names = list(doc.Sheets.ElementNames)
+    for name, row, column, formula in formulas:
+        sheet = resolve_sheet(name, names)
+        if sheet is None:
+            continue
+        address = CellAddress()
+        address.Sheet, address.Column, address.Row = names.index(sheet), column - 1, row - 1
+        doc.Sheets.getByName(sheet).getCellByPosition(column - 1, row - 1).setTokens(parser.parseFormula(formula, address))
+
+
 def resolve_sheet(requested: str, sheets: list) -> str | None:
     """Exact name first, then case-insensitive, as engines/sheets.py does."""
     if requested in sheets:
@@ -167,10 +188,7 @@ def evaluate(desktop, known: set, request: dict) -> dict:
         return {"ok": False, "reason": "load-failed", "detail": "LibreOffice did not open it as a spreadsheet"}
     try:
         recase_known_functions(doc, known)
-        for name, row, column, formula in request.get("formulas", []):
-            sheet = resolve_sheet(name, list(doc.Sheets.ElementNames))
-            if sheet:
-                doc.Sheets.getByName(sheet).getCellByPosition(column - 1, row - 1).setFormula(formula)
+        set_excel_formulas(doc, request.get("formulas", []))
         doc.calculateAll()
         sheets = list(doc.Sheets.ElementNames)
         cells = []

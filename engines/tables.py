@@ -1,10 +1,22 @@
-"""Structured references engines misread, rewritten from the workbook's table parts.
+"""Structured references resolved to A1 ranges from the workbook's table parts.
 
-Excel saves ``[@Qty]`` as ``Sales[[#This Row],[Qty]]``, and IronCalc and LibreOffice
-read that form. A formula typed by an agent and saved by openpyxl keeps the short
-form, which IronCalc truncates (``=Sales[@Qty]*2`` becomes ``=Sales``) and LibreOffice
-rejects. :func:`this_row_rewrites` finds those formulas in the file and gives each in
-Excel's saved form, naming the table an unqualified ``[@Col]`` sits in.
+Engines read structured references unevenly: IronCalc truncates a typed ``Sales[@Qty]``
+to ``=Sales``, LibreOffice 7.4 rejects ``[@Qty]``, ``Sales[#All]`` and ``Sales[#Data]``,
+gnumeric reads none. Every table is described in the file (its range, header and
+totals rows, column names), so :func:`structured_rewrites` gives each formula that
+uses one with every structured reference replaced by the absolute range it means:
+
+============================  =====================================================
+``Sales[Qty]``                the Qty column's data rows
+``Sales[#All]``               the whole table; ``#Data`` (the default), ``#Headers``,
+                              ``#Totals`` its parts; several combine (``[#Headers],[#Data]``)
+``Sales[[#This Row],[Qty]]``  the Qty cell in the formula's own row, as do ``Sales[@Qty]``,
+                              ``Sales[@[Unit Price]]`` and, inside the table, ``[@Qty]``
+``Sales[[Qty]:[Price]]``      the columns from Qty to Price
+============================  =====================================================
+
+A reference to an unknown table, or one this module cannot read, is left as written
+(the engine then reads or refuses it as before).
 """
 
 from __future__ import annotations
@@ -12,26 +24,41 @@ from __future__ import annotations
 import re
 import warnings
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import openpyxl
-from openpyxl.utils.cell import range_boundaries
-
-_QUALIFIED = re.compile(r"([A-Za-z_\\][\w.\\]*)\[@(\[[^\]]*\]|[^\[\]]+)\]")
-_UNQUALIFIED = re.compile(r"(?<![\w\]\\.])\[@(\[[^\]]*\]|[^\[\]]+)\]")
-_STRING = re.compile(r'("(?:[^"]|"")*")')
-
+from openpyxl.utils.cell import get_column_letter, range_boundaries
 
 MAX_SHEET_BYTES = 64 * 1024 * 1024
+_STRING = re.compile(r'("(?:[^"]|"")*")')
+_START = re.compile(r"(?<![\w.\]\\!'])([A-Za-z_\\][\w.\\]*)?\[")
+_SPECIALS = {"#all", "#data", "#headers", "#totals", "#this row"}
 
 
-def this_row_rewrites(path: Path) -> dict[tuple[str, int, int], str]:
-    """(sheet, row, column) -> the formula with every ``[@Col]`` in Excel's saved form.
+@dataclass(frozen=True)
+class TablePart:
+    name: str
+    sheet: str
+    min_col: int
+    min_row: int
+    max_col: int
+    max_row: int
+    header_rows: int
+    totals_rows: int
+    columns: tuple[str, ...]
 
-    Never raises: a file it cannot read has no rewrites (the engine then abstains as it would).
+    def contains(self, sheet: str, row: int, column: int) -> bool:
+        return sheet == self.sheet and self.min_row <= row <= self.max_row and self.min_col <= column <= self.max_col
+
+
+def structured_rewrites(path: Path) -> dict[tuple[str, int, int], str]:
+    """(sheet, row, column) -> the formula with its structured references as A1 ranges.
+
+    Never raises: a file it cannot read has no rewrites.
     """
     try:
-        return _rewrites(path) if _mentions_this_row_shorthand(path) else {}
+        return _rewrites(path) if _has_tables(path) else {}
     except Exception:
         return {}
 
@@ -40,43 +67,153 @@ def _rewrites(path: Path) -> dict[tuple[str, int, int], str]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         book = openpyxl.load_workbook(path, data_only=False)
+    tables = table_parts(book)
+    if not tables:
+        return {}
     rewrites = {}
     for sheet in book.worksheets:
-        tables = [(name, range_boundaries(ref)) for name, ref in sheet.tables.items()]
         for row in sheet.iter_rows():
             for cell in row:
                 formula = cell.value
-                if isinstance(formula, str) and formula.startswith("=") and "[@" in formula:
-                    home = next((name for name, (c1, r1, c2, r2) in tables
-                                 if r1 <= cell.row <= r2 and c1 <= cell.column <= c2), None)
-                    rewritten = rewrite_this_row(formula, home)
-                    if rewritten != formula:
-                        rewrites[(sheet.title, cell.row, cell.column)] = rewritten
+                if isinstance(formula, str) and formula.startswith("=") and "[" in formula:
+                    resolved = resolve_structured(formula, sheet.title, cell.row, cell.column, tables)
+                    if resolved != formula:
+                        rewrites[(sheet.title, cell.row, cell.column)] = resolved
     return rewrites
 
 
-def rewrite_this_row(formula: str, home_table: str | None) -> str:
-    """``Sales[@Qty]`` and, inside table ``home_table``, ``[@Qty]`` as ``Sales[[#This Row],[Qty]]``."""
+def table_parts(book: openpyxl.Workbook) -> dict[str, TablePart]:
+    """Every table of the workbook by lower-cased name."""
+    parts = {}
+    for sheet in book.worksheets:
+        for table in sheet.tables.values():
+            min_col, min_row, max_col, max_row = range_boundaries(table.ref)
+            headers = 0 if table.headerRowCount == 0 else 1
+            totals = table.totalsRowCount or 0
+            columns = tuple(str(c.name) for c in table.tableColumns) or tuple(
+                str(sheet.cell(min_row, c).value) for c in range(min_col, max_col + 1))
+            parts[table.displayName.lower()] = TablePart(
+                table.displayName, sheet.title, min_col, min_row, max_col, max_row, headers, totals, columns)
+    return parts
+
+
+def resolve_structured(formula: str, sheet: str, row: int, column: int, tables: dict[str, TablePart]) -> str:
+    """``formula`` (in ``sheet`` at ``row``, ``column``) with its structured references as A1 ranges."""
+    home = next((t for t in tables.values() if t.contains(sheet, row, column)), None)
     parts = _STRING.split(formula)
-    for index in range(0, len(parts), 2):  # even parts are outside string literals
-        text = _QUALIFIED.sub(lambda m: f"{m.group(1)}[[#This Row],{_column(m.group(2))}]", parts[index])
-        if home_table is not None:
-            text = _UNQUALIFIED.sub(lambda m: f"{home_table}[[#This Row],{_column(m.group(1))}]", text)
-        parts[index] = text
+    for index in range(0, len(parts), 2):  # even parts lie outside string literals
+        parts[index] = _resolve_text(parts[index], row, tables, home)
     return "".join(parts)
 
 
-def _column(name: str) -> str:
-    return name if name.startswith("[") else f"[{name}]"
+def _resolve_text(text: str, row: int, tables: dict[str, TablePart], home: TablePart | None) -> str:
+    out, position = [], 0
+    while True:
+        match = _START.search(text, position)
+        if match is None:
+            out.append(text[position:])
+            return "".join(out)
+        end = _closing_bracket(text, match.end() - 1)
+        table = tables.get(match.group(1).lower()) if match.group(1) else home
+        resolved = _range(table, text[match.end():end], row) if end is not None and table is not None else None
+        if resolved is None:
+            out.append(text[position:match.end()])
+            position = match.end()
+            continue
+        out.append(text[position:match.start()] + resolved)
+        position = end + 1
 
 
-def _mentions_this_row_shorthand(path: Path) -> bool:
+def _closing_bracket(text: str, opening: int) -> int | None:
+    depth = 0
+    index = opening
+    while index < len(text):
+        char = text[index]
+        if char == "'":  # escapes the next character in a column name
+            index += 2
+            continue
+        if char == "[":
+            depth += 1
+        elif char == "]":
+            depth -= 1
+            if depth == 0:
+                return index
+        index += 1
+    return None
+
+
+def _range(table: TablePart, inner: str, row: int) -> str | None:
+    specials, columns = _specifiers(inner.strip())
+    if specials is None:
+        return None
+    first_data = table.min_row + table.header_rows
+    last_data = table.max_row - table.totals_rows
+    spans = []
+    for special in specials or ["#data"]:
+        spans.append({"#all": (table.min_row, table.max_row), "#data": (first_data, last_data),
+                      "#headers": (table.min_row, table.min_row) if table.header_rows else None,
+                      "#totals": (table.max_row, table.max_row) if table.totals_rows else None,
+                      "#this row": (row, row)}[special])
+    if any(span is None for span in spans):
+        return None
+    top, bottom = min(s[0] for s in spans), max(s[1] for s in spans)  # type: ignore[index]
+    names = [c.lower() for c in table.columns]
+    if columns:
+        try:
+            picked = [names.index(c.lower()) for c in columns]
+        except ValueError:
+            return None
+        left, right = table.min_col + min(picked), table.min_col + max(picked)
+    else:
+        left, right = table.min_col, table.max_col
+    sheet = "'" + table.sheet.replace("'", "''") + "'"
+    start = f"${get_column_letter(left)}${top}"
+    stop = f"${get_column_letter(right)}${bottom}"
+    return f"{sheet}!{start}" if start == stop else f"{sheet}!{start}:{stop}"
+
+
+def _specifiers(inner: str) -> tuple[list[str] | None, list[str]]:
+    """The special items and column names inside a reference, or (None, []) if unreadable.
+
+    ``@Qty``, ``@[Unit Price]``, ``#All``, ``Qty``, ``[#This Row],[Qty]``, ``[Qty]:[Price]``.
+    """
+    if inner.startswith("@"):
+        rest = inner[1:].strip()
+        groups = _groups(rest) if rest.startswith("[") else [_unescape(rest)] if rest else []
+        return (["#this row"], groups) if groups is not None else (None, [])
+    if not inner.startswith("["):
+        return ([inner.lower()], []) if inner.lower() in _SPECIALS else ([], [_unescape(inner)] if inner else [])
+    groups = _groups(inner)
+    if groups is None:
+        return None, []
+    return [g.lower() for g in groups if g.lower() in _SPECIALS], [g for g in groups if g.lower() not in _SPECIALS]
+
+
+def _groups(inner: str) -> list[str] | None:
+    """``[#This Row],[Qty]`` -> ``#This Row``, ``Qty``; separators (``,`` ``:``) only sit between."""
+    groups, index = [], 0
+    while index < len(inner):
+        char = inner[index]
+        if char == "[":
+            end = _closing_bracket(inner, index)
+            if end is None:
+                return None
+            groups.append(_unescape(inner[index + 1:end]).strip())
+            index = end + 1
+        elif char in ",: ":
+            index += 1
+        else:
+            return None
+    return groups
+
+
+def _unescape(name: str) -> str:
+    return re.sub(r"'(.)", r"\1", name)
+
+
+def _has_tables(path: Path) -> bool:
     try:
         with zipfile.ZipFile(path) as archive:
-            for info in archive.infolist():
-                if info.filename.startswith("xl/worksheets/") and info.file_size < MAX_SHEET_BYTES:
-                    if b"[@" in archive.read(info.filename):
-                        return True
-    except (zipfile.BadZipFile, OSError, KeyError):
+            return any(info.filename.startswith("xl/tables/") for info in archive.infolist())
+    except (zipfile.BadZipFile, OSError):
         return False
-    return False

@@ -1,17 +1,34 @@
-"""Rewriting [@Col] into the form Excel saves, and AGGREGATE chains in IronCalc."""
+"""Structured references resolved from table parts, and IronCalc's formula workarounds."""
+
+import pytest
 
 from engines.base import CellRef
 from engines.ironcalc_ import IronCalcEngine
-from engines.tables import rewrite_this_row
+from engines.tables import TablePart, resolve_structured
 
 
-def test_qualified_and_unqualified_this_row_references():
-    assert rewrite_this_row("=Sales[@Qty]*Sales[@Price]", None) == (
-        "=Sales[[#This Row],[Qty]]*Sales[[#This Row],[Price]]")
-    assert rewrite_this_row("=[@Qty]*2", "Sales") == "=Sales[[#This Row],[Qty]]*2"
-    assert rewrite_this_row("=[@[Unit Price]]+1", "Sales") == "=Sales[[#This Row],[Unit Price]]+1"
-    assert rewrite_this_row('=[@Qty]&"[@Qty]"', "Sales") == '=Sales[[#This Row],[Qty]]&"[@Qty]"'  # text untouched
-    assert rewrite_this_row("=[@Qty]", None) == "=[@Qty]"  # outside any table: left for the engine to refuse
+# Sales is A1:D4 on Sheet1 (header row 1; Item, Qty, Price, Total); Stock is A1:B5 on 'S 2'
+# (header row 1, totals row 5; Name, Units). Each expected range is read off that layout by hand.
+TABLES = {"sales": TablePart("Sales", "Sheet1", 1, 1, 4, 4, 1, 0, ("Item", "Qty", "Price", "Total")),
+          "stock": TablePart("Stock", "S 2", 1, 1, 2, 5, 1, 1, ("Name", "Units"))}
+
+
+@pytest.mark.parametrize("formula, row, column, expected", [
+    ("=SUM(Sales[Qty])", 1, 6, "=SUM('Sheet1'!$B$2:$B$4)"),
+    ("=Sales[[#Headers],[Qty]]", 1, 6, "='Sheet1'!$B$1"),
+    ("=SUM(Sales[[Qty]:[Price]])", 1, 6, "=SUM('Sheet1'!$B$2:$C$4)"),
+    ("=ROWS(Sales[#All])", 1, 6, "=ROWS('Sheet1'!$A$1:$D$4)"),
+    ("=ROWS(Sales[#Data])", 1, 6, "=ROWS('Sheet1'!$A$2:$D$4)"),
+    ("=Sales[[#This Row],[Qty]]*Sales[@Price]", 3, 4, "='Sheet1'!$B$3*'Sheet1'!$C$3"),
+    ("=[@Qty]*[@[Price]]", 3, 4, "='Sheet1'!$B$3*'Sheet1'!$C$3"),
+    ("=Stock[[#Totals],[Units]]", 1, 6, "='S 2'!$B$5"),
+    ("=SUM(Sales[[#Headers],[#Data],[Qty]])", 1, 6, "=SUM('Sheet1'!$B$1:$B$4)"),
+    ('="Sales[Qty]"&Sales[@Item]', 2, 9, '="Sales[Qty]"&\'Sheet1\'!$A$2'),  # text untouched
+    ("=[1]Sheet1!A1+Nope[Qty]", 1, 9, "=[1]Sheet1!A1+Nope[Qty]"),  # external link, unknown table: left
+    ("=[@Qty]", 9, 9, "=[@Qty]"),  # outside any table: left for the engine to refuse
+])
+def test_structured_references_resolve_to_ranges(formula, row, column, expected):
+    assert resolve_structured(formula, "Sheet1", row, column, TABLES) == expected
 
 
 def test_an_aggregate_reading_another_aggregate_converges(workbook):
