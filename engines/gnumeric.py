@@ -13,8 +13,6 @@ value (DESIGN §3): a known infidelity, left for the consensus to outvote.
 
 from __future__ import annotations
 
-import functools
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -23,20 +21,15 @@ from typing import Sequence
 from engines.base import CannotEvaluate, CellRef, ExcelError, WorkbookFailure, WorkbookValues
 from engines.cached import CachedEngine
 from engines.isolation import DEFAULT_TIMEOUT_S
+from engines.tools import version_output
 
 
-@functools.cache
 def _ssconvert_version() -> str | None:
-    if shutil.which("ssconvert") is None:
+    output = version_output("ssconvert")
+    if output is None:
         return None
-    try:
-        out = subprocess.run(["ssconvert", "--version"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    for word in out.stdout.replace("'", " ").split():
-        if word[:1].isdigit():
-            return f"gnumeric {word}"
-    return "gnumeric (unknown version)"
+    number = next((w for w in output.replace("'", " ").split() if w[:1].isdigit()), "(unknown version)")
+    return f"gnumeric {number}"
 
 
 class GnumericEngine:

@@ -36,6 +36,7 @@ from engines.base import (
 )
 from engines.isolation import DEFAULT_TIMEOUT_S
 from engines.readings import unknown_functions
+from engines.tools import version_output
 from engines.tables import structured_rewrites
 
 SYSTEM_PYTHON = "/usr/bin/python3"
@@ -43,16 +44,9 @@ WORKER = Path(__file__).with_name("libreoffice_worker.py")
 START_TIMEOUT_S = 90.0
 
 
-@functools.cache
 def _soffice_version() -> str | None:
-    if shutil.which("soffice") is None:
-        return None
-    try:
-        out = subprocess.run(["soffice", "--version"], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    words = out.stdout.split()
-    return " ".join(words[:2]) if words else None
+    words = (version_output("soffice") or "").split()
+    return " ".join(words[:2]) if words else None  # "LibreOffice 7.4.7.2"
 
 
 @functools.cache

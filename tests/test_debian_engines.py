@@ -1,6 +1,5 @@
 """LibreOffice and gnumeric on real files; expected values computed by hand beside them."""
 
-from pathlib import Path
 
 import pytest
 
