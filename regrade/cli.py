@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import json
-import statistics
 import sys
 import tempfile
 from collections import Counter
@@ -17,7 +16,7 @@ from engines.isolation import DEFAULT_TIMEOUT_S
 from engines.registry import ENGINES, FULL_ENGINES, available_full_engines, get_engine, open_engine
 from regrade import demo as demo_run
 from regrade.compare import POLICIES, get_policy
-from regrade.conformance import conformance
+from regrade.conformance import conformance, percentile
 from regrade.grading import grade_case
 from regrade.paired import PairingError, paired_table
 from regrade.probes import MATRIX, OUTCOMES, load_matrix, run_pack
@@ -315,12 +314,13 @@ def conformance_command(corpus, engine_names, limit, timeout, fmt):
         return
     rows = [{"engine": t.name, "compared": t.compared, "agree": t.agree, "abstain": t.abstain, "disagree": None,
              "agree_pct": _percent(t.agree, t.compared - t.abstain), "abstain_pct": _percent(t.abstain, t.compared),
-             "median_s": _median(t.seconds)} for t in report.engines]
+             "median_s": percentile(t.seconds, 0.5), "p90_s": percentile(t.seconds, 0.9)} for t in report.engines]
     c = report.consensus
     rows.append({"engine": "consensus", "compared": c.compared, "agree": c.agree, "abstain": c.abstain, "disagree": c.disagree,
                  "agree_pct": _percent(c.agree, c.compared - c.abstain - c.disagree),
-                 "abstain_pct": _percent(c.abstain + c.disagree, c.compared), "median_s": None})
-    click.echo(render(["engine", "compared", "agree", "abstain", "disagree", "agree_pct", "abstain_pct", "median_s"], rows, fmt))
+                 "abstain_pct": _percent(c.abstain + c.disagree, c.compared), "median_s": None, "p90_s": None})
+    click.echo(render(["engine", "compared", "agree", "abstain", "disagree", "agree_pct", "abstain_pct", "median_s", "p90_s"],
+                      rows, fmt))
     f = report.files
     click.echo(f"\n{f.examined} answer files: {f.compared} compared, {f.without_cache} without Excel's cached values, "
                f"{f.without_formulas} without formulas in answer_position, {f.unreadable} unreadable.")
@@ -328,10 +328,6 @@ def conformance_command(corpus, engine_names, limit, timeout, fmt):
 
 def _percent(part: int, whole: int) -> float | None:
     return round(100 * part / whole, 2) if whole else None
-
-
-def _median(values: list[float]) -> float | None:
-    return round(statistics.median(values), 3) if values else None
 
 
 @main.command("engines")

@@ -15,6 +15,7 @@ them) and disagreed (the engines computed different values).
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -65,7 +66,9 @@ class ConformanceReport:
 
     def to_json(self) -> dict:
         return {
-            "engines": [{k: v for k, v in asdict(t).items() if k != "seconds"} for t in self.engines],
+            "engines": [{**{k: v for k, v in asdict(t).items() if k != "seconds"},
+                         "median_s": percentile(t.seconds, 0.5), "p90_s": percentile(t.seconds, 0.9)}
+                        for t in self.engines],
             "consensus": asdict(self.consensus),
             "files": asdict(self.files),
             "mismatches": self.mismatches,
@@ -131,6 +134,14 @@ def conformance(
             else:
                 report.mismatches.append(_mismatch(task, case, ref, golden, expected, "consensus", combined))
     return report
+
+
+def percentile(values: list[float], fraction: float) -> float | None:
+    """The nearest-rank percentile of per-workbook seconds, rounded to milliseconds."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, max(0, math.ceil(fraction * len(ordered)) - 1))], 3)
 
 
 def _cell(values: WorkbookValues, ref: CellRef, number_format: str) -> CellResult:

@@ -45,3 +45,12 @@ def test_a_cache_that_disagrees_with_its_formula_is_counted_and_listed(engines, 
     assert {(m["cell"], m["excel"], m["value"]) for m in report.mismatches} == {
         ("Sheet1!F2", 1, 0), ("Sheet1!F5", 8, 7)}
     assert sorted({m["engine"] for m in report.mismatches}) == ["consensus", *sorted(ALL_FULL)]
+
+
+def test_percentile_is_nearest_rank():
+    from regrade.conformance import percentile
+
+    # ten values 1..10: the median is the 5th (5), the 90th percentile the 9th (9)
+    assert percentile([float(v) for v in range(10, 0, -1)], 0.5) == 5.0
+    assert percentile([float(v) for v in range(1, 11)], 0.9) == 9.0
+    assert percentile([], 0.5) is None
