@@ -6,6 +6,7 @@ from typing import Callable
 
 from engines.base import Engine
 from engines.cached import CachedEngine
+from engines.formulas_ import FormulasEngine
 from engines.gnumeric import GnumericEngine
 from engines.ironcalc_ import IronCalcEngine
 from engines.isolation import DEFAULT_TIMEOUT_S, IsolatedEngine
@@ -16,6 +17,7 @@ ENGINES: dict[str, Callable[[], Engine]] = {
     IronCalcEngine.name: IronCalcEngine,
     LibreOfficeEngine.name: LibreOfficeEngine,
     GnumericEngine.name: GnumericEngine,
+    FormulasEngine.name: FormulasEngine,
 }
 FULL_ENGINES = [name for name, factory in ENGINES.items() if getattr(factory, "full", False)]
 
@@ -43,3 +45,8 @@ def open_engine(name: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> Engine:
 def available_full_engines() -> list[str]:
     """The full engines that can run on this machine."""
     return [name for name in FULL_ENGINES if get_engine(name).unavailable_reason() is None]
+
+
+def default_full_engines() -> list[str]:
+    """The available full engines that form the consensus unless --engines says otherwise."""
+    return [name for name in available_full_engines() if getattr(ENGINES[name], "in_default_consensus", True)]
