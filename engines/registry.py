@@ -11,6 +11,7 @@ from engines.gnumeric import GnumericEngine
 from engines.ironcalc_ import IronCalcEngine
 from engines.isolation import DEFAULT_TIMEOUT_S, IsolatedEngine
 from engines.libreoffice import LibreOfficeEngine
+from engines.pycel_ import PycelEngine
 
 ENGINES: dict[str, Callable[[], Engine]] = {
     CachedEngine.name: CachedEngine,
@@ -18,6 +19,7 @@ ENGINES: dict[str, Callable[[], Engine]] = {
     LibreOfficeEngine.name: LibreOfficeEngine,
     GnumericEngine.name: GnumericEngine,
     FormulasEngine.name: FormulasEngine,
+    PycelEngine.name: PycelEngine,
 }
 FULL_ENGINES = [name for name, factory in ENGINES.items() if getattr(factory, "full", False)]
 

@@ -166,7 +166,8 @@ def test_engines_lists_every_engine_with_its_availability():
     rows = json.loads(invoke("engines", "--format", "json").stdout)["rows"]
     assert [(r["name"], r["full"], r["available"], r["why_not"]) for r in rows] == [
         ("cached", False, True, None), ("ironcalc", True, True, None),
-        ("libreoffice", True, True, None), ("gnumeric", True, True, None), ("formulas", True, True, None)]
+        ("libreoffice", True, True, None), ("gnumeric", True, True, None), ("formulas", True, True, None),
+        ("pycel", True, True, None)]
     assert rows[1]["version"] == "ironcalc 0.9.1" and rows[2]["version"].startswith("LibreOffice 7.")
 
 

@@ -2,7 +2,7 @@
 
 The expected value of every probe was worked out by hand (fixtures/make_probes.py).
 When an engine gets better or worse, record the new matrix on purpose:
-    regrade probes --engines ironcalc,libreoffice,gnumeric,formulas --record
+    regrade probes --engines ironcalc,libreoffice,gnumeric,formulas,pycel --record
 """
 
 import pytest
@@ -11,7 +11,7 @@ from engines.registry import open_engine
 from regrade.probes import load_expected, load_matrix, run_pack
 from tests.conftest import require_engines
 
-ENGINES = ("ironcalc", "libreoffice", "gnumeric", "formulas")
+ENGINES = ("ironcalc", "libreoffice", "gnumeric", "formulas", "pycel")
 
 
 @pytest.fixture(scope="module")
@@ -35,9 +35,9 @@ def test_every_engine_gives_the_recorded_outcome_on_every_probe(matrix):
 def test_the_recorded_coverage(matrix):
     # 156 probes: IronCalc is right on 149 (AGGREGATE through engines/ironcalc_aggregate.py,
     # structured references through engines/tables.py, single-cell COUNTIF through
-    # engines/ironcalc_rewrites.py), LibreOffice on 137, formulas on 105, gnumeric on 92.
+    # engines/ironcalc_rewrites.py), LibreOffice on 137, formulas on 105, gnumeric on 92, pycel on 73.
     right = {name: sum(o[name] == "right" for o in matrix.values()) for name in ENGINES}
-    assert right == {"ironcalc": 149, "libreoffice": 137, "gnumeric": 92, "formulas": 105}
+    assert right == {"ironcalc": 149, "libreoffice": 137, "gnumeric": 92, "formulas": 105, "pycel": 73}
     assert sorted(p for p, o in matrix.items() if "right" not in o.values()) == []  # every probe right somewhere
 
 
