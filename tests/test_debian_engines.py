@@ -76,3 +76,11 @@ def test_consensus_surfaces_the_implicit_intersection_split(split):
     assert agreed.by_engine[CellRef("S", 2, 5)] == {"ironcalc": 23.0, "libreoffice": 8.0, "gnumeric": 8}
     # AGGREGATE: only LibreOffice votes, and its 5 stands
     assert agreed.view.cells[CellRef("S", 1, 2)] == 5.0
+
+
+@pytest.mark.parametrize("name", ["formulas", "pycel"])
+def test_python_engines_recompute_instead_of_echoing_the_cache(name):
+    # E = 300, 2000, 3000, 7200, 8500: ROUND(E/1000, 0) = 0, 2, 3, 7, 9; the cache holds 1, 2, 3, 8, 9
+    require_engines(name)
+    values = open_engine(name).evaluate(STALE, F).cells
+    assert [values[c] for c in F] == [0, 2, 3, 7, 9]
