@@ -148,7 +148,7 @@ def _json_line(record: dict) -> str:
 
 @main.command("rescore")
 @run_options
-@click.option("--engines", "engine_names", metavar="NAMES", help=f"Comma-separated full engines for the consensus ({', '.join(FULL_ENGINES)}). Default: every one available here except formulas (slow) and pycel (least faithful).")
+@click.option("--engines", "engine_names", metavar="NAMES", help=f"Comma-separated full engines for the consensus ({', '.join(FULL_ENGINES)}). Default: ironcalc and libreoffice (the most faithful; see README).")
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), required=True, help="Results file (JSON Lines) to write.")
 @library_errors
 def rescore_command(dataset, conditions, stack, benchmark, manifest, policy, timeout, engine_names, output):
@@ -252,7 +252,7 @@ def _comparison_row(comparison) -> dict:
 @main.command("demo")
 @click.option("--run", "run_dir", type=click.Path(path_type=Path, file_okay=False), default=demo_run.DEMO_RUN, show_default=True, help="A demo run folder (dataset/ and outputs/<condition>/).")
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), help="Keep the results file here (default: a temporary file).")
-@click.option("--engines", "engine_names", metavar="NAMES", help="Comma-separated full engines. Default: every one available here except formulas (slow) and pycel (least faithful).")
+@click.option("--engines", "engine_names", metavar="NAMES", help="Comma-separated full engines. Default: ironcalc and libreoffice (the most faithful; see README).")
 @library_errors
 def demo_command(run_dir, output, engine_names):
     """Rescore the bundled demo run and show what regrading changes.
@@ -286,7 +286,7 @@ def demo_command(run_dir, output, engine_names):
 
 @main.command("conformance")
 @click.argument("corpus", type=click.Path(path_type=Path, file_okay=False))
-@click.option("--engines", "engine_names", metavar="NAMES", help="Comma-separated full engines. Default: every one available here except formulas (slow) and pycel (least faithful).")
+@click.option("--engines", "engine_names", metavar="NAMES", help="Comma-separated full engines. Default: ironcalc and libreoffice (the most faithful; see README).")
 @click.option("--limit", type=int, help="Only the first N answer files (in dataset.json order).")
 @click.option("--timeout", type=float, default=DEFAULT_TIMEOUT_S, show_default=True, help="Seconds an engine may spend on one workbook.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
@@ -358,7 +358,7 @@ def engines_command(fmt):
 
 
 @main.command("probes")
-@click.option("--engines", "engine_names", metavar="NAMES", help="Comma-separated full engines. Default: every one available here except formulas (slow) and pycel (least faithful).")
+@click.option("--engines", "engine_names", metavar="NAMES", help="Comma-separated full engines. Default: ironcalc and libreoffice (the most faithful; see README).")
 @click.option("--record", is_flag=True, help=f"Write the outcomes to {MATRIX.relative_to(MATRIX.parents[2])} (on purpose: the tests compare with it).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @library_errors
