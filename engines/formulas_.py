@@ -23,6 +23,7 @@ from openpyxl.utils.cell import coordinate_to_tuple, get_column_letter
 
 from engines.base import CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues
 from engines.sheets import resolve_sheet
+from engines.tools import PythonPackageEngine
 from engines.tables import structured_rewrites
 
 _CALL = re.compile(r"(?<![A-Za-z0-9_.])((?:_xl[a-z]+\.)*[A-Za-z][A-Za-z0-9_.]*)\(", re.IGNORECASE)
@@ -37,31 +38,12 @@ def unknown_to_formulas(formula: str, known: set[str]) -> list[str]:
     return sorted(n.split(".")[-1] for n in missing)
 
 
-class FormulasEngine:
+class FormulasEngine(PythonPackageEngine):
+    package = "formulas"
     name = "formulas"
     full = True
     # about 1 s per workbook even when tiny (compiling the whole workbook): opt-in with --engines
     in_default_consensus = False
-
-    def __init__(self) -> None:
-        try:  # imported once here, so that each forked worker does not pay for it again
-            import formulas  # noqa: F401
-        except ImportError:
-            pass
-
-    def version(self) -> str:
-        try:
-            import formulas
-        except ImportError:
-            return "not installed"
-        return f"formulas {formulas.__version__}"
-
-    def unavailable_reason(self) -> str | None:
-        try:
-            import formulas  # noqa: F401
-        except ImportError as exc:
-            return f"the formulas package is not installed ({exc}); pip install formulas"
-        return None
 
     def evaluate(self, path: Path, cells: Sequence[CellRef]) -> WorkbookValues:
         import formulas

@@ -27,25 +27,13 @@ from engines.ironcalc_rewrites import widen_criteria_ranges
 from engines.readings import number_value, unknown_functions
 from engines.tables import structured_rewrites
 from engines.sheets import resolve_sheet
+from engines.tools import PythonPackageEngine
 
 
-class IronCalcEngine:
+class IronCalcEngine(PythonPackageEngine):
+    package = "ironcalc"
     name = "ironcalc"
     full = True
-
-    def version(self) -> str:
-        try:
-            import ironcalc
-        except ImportError:
-            return "not installed"
-        return f"ironcalc {ironcalc.__version__}"
-
-    def unavailable_reason(self) -> str | None:
-        try:
-            import ironcalc  # noqa: F401
-        except ImportError as exc:
-            return f"the ironcalc package is not installed ({exc}); pip install ironcalc"
-        return None
 
     def evaluate(self, path: Path, cells: Sequence[CellRef]) -> WorkbookValues:
         import ironcalc

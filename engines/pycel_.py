@@ -19,34 +19,15 @@ from engines.base import (
     EXCEL_ERROR_CODES, CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues,
 )
 from engines.sheets import resolve_sheet
+from engines.tools import PythonPackageEngine
 
 
-class PycelEngine:
+class PycelEngine(PythonPackageEngine):
+    package = "pycel"
     name = "pycel"
     full = True
     # 59.5% of Excel's cells in SpreadsheetBench answers (DESIGN §3): opt-in with --engines
     in_default_consensus = False
-
-    def __init__(self) -> None:
-        try:  # imported once here, so that each forked worker does not pay for it again
-            import pycel  # noqa: F401
-        except ImportError:
-            pass
-
-    def version(self) -> str:
-        try:
-            from importlib.metadata import version
-
-            return f"pycel {version('pycel')}"
-        except Exception:
-            return "not installed"
-
-    def unavailable_reason(self) -> str | None:
-        try:
-            import pycel  # noqa: F401
-        except ImportError as exc:
-            return f"the pycel package is not installed ({exc}); pip install pycel"
-        return None
 
     def evaluate(self, path: Path, cells: Sequence[CellRef]) -> WorkbookValues:
         from pycel import ExcelCompiler
