@@ -12,7 +12,7 @@ from typing import Sequence
 
 import openpyxl
 
-from engines.base import EXCEL_ERROR_CODES, CellRef, ExcelError, WorkbookFailure, WorkbookValues
+from engines.base import EXCEL_ERROR_CODES, CellRef, ExcelError, WorkbookFailure, WorkbookValues, missing_file
 from engines.sheets import resolve_sheet
 
 
@@ -30,8 +30,8 @@ class CachedEngine:
         return None
 
     def evaluate(self, path: Path, cells: Sequence[CellRef]) -> WorkbookValues:
-        if not path.is_file():
-            return WorkbookValues(failure=WorkbookFailure("missing-file", f"{path} does not exist"))
+        if (missing := missing_file(path)) is not None:
+            return missing
         try:
             with warnings.catch_warnings():  # openpyxl warns about every extension it drops
                 warnings.simplefilter("ignore")

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 import openpyxl
 from openpyxl.utils.cell import coordinate_to_tuple, get_column_letter
 
-from engines.base import CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues
+from engines.base import CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues, missing_file
 from engines.sheets import resolve_sheet
 from engines.tools import PythonPackageEngine
 from engines.tables import structured_rewrites
@@ -48,8 +48,8 @@ class FormulasEngine(PythonPackageEngine):
     def evaluate(self, path: Path, cells: Sequence[CellRef]) -> WorkbookValues:
         import formulas
 
-        if not path.is_file():
-            return WorkbookValues(failure=WorkbookFailure("missing-file", f"{path} does not exist"))
+        if (missing := missing_file(path)) is not None:
+            return missing
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")

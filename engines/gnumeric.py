@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
-from engines.base import CannotEvaluate, CellRef, ExcelError, WorkbookFailure, WorkbookValues
+from engines.base import CannotEvaluate, CellRef, ExcelError, WorkbookFailure, WorkbookValues, missing_file
 from engines.cached import CachedEngine
 from engines.isolation import DEFAULT_TIMEOUT_S
 from engines.tools import version_output
@@ -51,8 +51,8 @@ class GnumericEngine:
         return None
 
     def evaluate(self, path: Path, cells: Sequence[CellRef]) -> WorkbookValues:
-        if not path.is_file():
-            return WorkbookValues(failure=WorkbookFailure("missing-file", f"{path} does not exist"))
+        if (missing := missing_file(path)) is not None:
+            return missing
         with tempfile.TemporaryDirectory(prefix="regrade-gnumeric-") as scratch:
             recalculated = Path(scratch) / "recalculated.xlsx"
             try:

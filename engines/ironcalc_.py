@@ -21,7 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from engines.base import CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues
+from engines.base import CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues, missing_file
 from engines.ironcalc_aggregate import compute_aggregates
 from engines.ironcalc_rewrites import widen_criteria_ranges
 from engines.readings import number_value, unknown_functions
@@ -38,8 +38,8 @@ class IronCalcEngine(PythonPackageEngine):
     def evaluate(self, path: Path, cells: Sequence[CellRef]) -> WorkbookValues:
         import ironcalc
 
-        if not path.is_file():
-            return WorkbookValues(failure=WorkbookFailure("missing-file", f"{path} does not exist"))
+        if (missing := missing_file(path)) is not None:
+            return missing
         try:
             model = ironcalc.load_from_xlsx(str(path))
             model.evaluate()

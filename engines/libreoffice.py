@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Sequence
 
 from engines.base import (
+    missing_file,
     EXCEL_ERROR_CODES, CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues,
 )
 from engines.isolation import DEFAULT_TIMEOUT_S
@@ -79,8 +80,8 @@ class LibreOfficeEngine:
         return _uno_reason()
 
     def evaluate(self, path: Path, cells: Sequence[CellRef]) -> WorkbookValues:
-        if not path.is_file():
-            return WorkbookValues(failure=WorkbookFailure("missing-file", f"{path} does not exist"))
+        if (missing := missing_file(path)) is not None:
+            return missing
         try:
             helper = self._ensure_helper()
         except RuntimeError as exc:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from engines.base import (
+    missing_file,
     EXCEL_ERROR_CODES, CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues,
 )
 from engines.sheets import resolve_sheet
@@ -32,8 +33,8 @@ class PycelEngine(PythonPackageEngine):
     def evaluate(self, path: Path, cells: Sequence[CellRef]) -> WorkbookValues:
         from pycel import ExcelCompiler
 
-        if not path.is_file():
-            return WorkbookValues(failure=WorkbookFailure("missing-file", f"{path} does not exist"))
+        if (missing := missing_file(path)) is not None:
+            return missing
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
