@@ -55,11 +55,12 @@ class IronCalcEngine(PythonPackageEngine):
             if sheet is None:
                 continue
             index = names.index(sheet)
-            formula = originals.get((index, ref.row, ref.column)) or model.get_cell_formula(index, ref.row, ref.column)
+            computed_formula = model.get_cell_formula(index, ref.row, ref.column)
+            formula = originals.get((index, ref.row, ref.column)) or computed_formula  # report what the file says
             value = _read_value(model, index, ref.row, ref.column)
             if formula:
                 result.formulas[ref] = formula
-                own_unknown = [f for f in unknown_functions(formula) if (index, ref.row, ref.column) not in originals or f != "AGGREGATE"]
+                own_unknown = unknown_functions(computed_formula or "")  # what IronCalc computed, after rewrites
                 if own_unknown:
                     value = CannotEvaluate("unsupported-function", f"IronCalc lacks {', '.join(own_unknown)}")
                 elif isinstance(value, ExcelError):
