@@ -7,8 +7,8 @@ compute a cell, regrade abstains instead of reporting a wrong value:
 - a function IronCalc does not know comes back lower-cased in the formula text
   (``=_xlfn.aggregate(9,6,B2:B4)``) with ``#NAME?``; a target whose own formula
   holds one abstains even when the value looks fine (``IFERROR`` can hide it), and
-  an erroring target abstains when any formula in the workbook holds one (the
-  error may come from there; regrade does not trace dependency cones yet);
+  an erroring target abstains when a formula in its dependency cone
+  (:mod:`engines.cones`) holds one: the error may come from there;
 - ``#ERROR!`` is IronCalc's own parse-failure marker, not an Excel error
   (structured references from tables written by openpyxl end up here).
 
@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from engines.base import CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues, missing_file
+from engines.cones import FormulaGraph, load_graph
 from engines.ironcalc_aggregate import compute_aggregates
 from engines.ironcalc_rewrites import widen_criteria_ranges
 from engines.readings import number_value, unknown_functions
@@ -50,6 +51,7 @@ class IronCalcEngine(PythonPackageEngine):
         originals = {**compute_aggregates(model), **originals}
         result = WorkbookValues(sheet_names=names)
         workbook_unknown: list[str] | None = None
+        graph: FormulaGraph | None = None
         for ref in cells:
             sheet = resolve_sheet(ref.sheet, names)
             if sheet is None:
@@ -66,10 +68,12 @@ class IronCalcEngine(PythonPackageEngine):
                 elif isinstance(value, ExcelError):
                     if workbook_unknown is None:
                         workbook_unknown = _workbook_unknown_functions(model)
-                    if workbook_unknown:
+                        graph = load_graph(path) if workbook_unknown else None
+                    reached = _unknown_in_cone(graph, workbook_unknown, (sheet, ref.row, ref.column))
+                    if reached:
                         value = CannotEvaluate(
                             "unsupported-function",
-                            f"{value.code} while the workbook uses {', '.join(workbook_unknown)}, which IronCalc lacks",
+                            f"{value.code} from a formula that calls {', '.join(reached)}, which IronCalc lacks",
                         )
             result.cells[ref] = value
         return result
@@ -113,6 +117,13 @@ def _read_value(model: Any, sheet: int, row: int, column: int) -> CellResult:
     if value == "" and model.is_empty_cell(sheet, row, column):
         return None
     return value
+
+
+def _unknown_in_cone(graph: FormulaGraph | None, unknown: list[str], cell: tuple[str, int, int]) -> list[str]:
+    """The unknown functions the cell's value may depend on (all of them when the file cannot be traced)."""
+    if not unknown or graph is None:
+        return unknown
+    return sorted(graph.calls_in_cone([cell], unknown))
 
 
 def _workbook_unknown_functions(model: Any) -> list[str]:

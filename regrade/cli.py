@@ -323,7 +323,8 @@ def conformance_command(corpus, engine_names, limit, timeout, fmt):
                       rows, fmt))
     f = report.files
     click.echo(f"\n{f.examined} answer files: {f.compared} compared, {f.without_cache} without Excel's cached values, "
-               f"{f.without_formulas} without formulas in answer_position, {f.unreadable} unreadable.")
+               f"{f.without_formulas} without formulas in answer_position, {f.unreadable} unreadable; "
+               f"{report.volatile} volatile cells (TODAY, RAND ... in their cone) left out.")
 
 
 def _percent(part: int, whole: int) -> float | None:

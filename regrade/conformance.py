@@ -5,10 +5,12 @@ oracle. For every answer file of a SpreadsheetBench-layout corpus, the formula
 cells inside ``answer_position`` are recomputed by each engine and compared with
 Excel's cached value under the policy's value rules. A file none of whose graded
 formulas has a cached value was not saved by Excel (openpyxl wrote it): it is
-skipped and counted. In a file Excel saved, a formula read as empty is Excel's
+skipped and counted. A cell whose dependency cone calls a volatile function
+(``TODAY``, ``NOW``, ``RAND`` ...) holds the value of the moment Excel computed it;
+it is left out and counted. In a file Excel saved, a formula read as empty is Excel's
 ``""`` (openpyxl reads it as None) and compares as empty.
 
-Per engine: cells compared, cells equal to Excel, abstentions. For the consensus
+Per engine: cells compared, cells equal to Excel, abstentions (and their reasons). For the consensus
 (:mod:`regrade.consensus`): cells compared, equal, abstained (no engine computed
 them) and disagreed (the engines computed different values).
 """
@@ -16,6 +18,7 @@ them) and disagreed (the engines computed different values).
 from __future__ import annotations
 
 import math
+from collections import Counter
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -38,6 +41,7 @@ class EngineTally:
     agree: int = 0
     abstain: int = 0
     seconds: list[float] = field(default_factory=list)
+    abstentions: Counter[str] = field(default_factory=Counter)  # "reason: detail" -> cells
 
 
 @dataclass
@@ -63,14 +67,17 @@ class ConformanceReport:
     consensus: ConsensusTally = field(default_factory=ConsensusTally)
     files: FileCounts = field(default_factory=FileCounts)
     mismatches: list[dict] = field(default_factory=list)
+    volatile: int = 0  # cells left out: TODAY(), RAND() ... in their cone, Excel's value is of its day
 
     def to_json(self) -> dict:
         return {
-            "engines": [{**{k: v for k, v in asdict(t).items() if k != "seconds"},
-                         "median_s": percentile(t.seconds, 0.5), "p90_s": percentile(t.seconds, 0.9)}
+            "engines": [{"name": t.name, "compared": t.compared, "agree": t.agree, "abstain": t.abstain,
+                         "median_s": percentile(t.seconds, 0.5), "p90_s": percentile(t.seconds, 0.9),
+                         "abstentions": dict(t.abstentions.most_common())}
                         for t in self.engines],
             "consensus": asdict(self.consensus),
             "files": asdict(self.files),
+            "volatile": self.volatile,
             "mismatches": self.mismatches,
         }
 
@@ -105,6 +112,9 @@ def conformance(
             report.files.without_cache += 1
             continue
         report.files.compared += 1
+        volatile = [t for t in formulas if golden.volatile_calls(t)]
+        report.volatile += len(volatile)
+        formulas = [t for t in formulas if t not in volatile]
         computed: dict[str, WorkbookValues] = {}
         for engine in engines:
             started = time.monotonic()
@@ -118,6 +128,7 @@ def conformance(
                 tally.compared += 1
                 if isinstance(value, CannotEvaluate):
                     tally.abstain += 1
+                    tally.abstentions[f"{value.reason}: {value.detail}"] += 1
                 elif policy.equal(expected, value):
                     tally.agree += 1
                 else:

@@ -14,6 +14,7 @@ from pathlib import Path
 import openpyxl
 
 from engines.base import EXCEL_ERROR_CODES, CannotEvaluate, CellRef, CellResult, Engine, ExcelError, WorkbookValues
+from engines.cones import VOLATILE_FUNCTIONS, FormulaGraph, formula_text
 from engines.readings import number_value
 from regrade.compare import Policy, SheetExtent, TargetError
 from regrade.runs import Case
@@ -55,6 +56,7 @@ class Golden:
     extents: list[SheetExtent]
     book: openpyxl.Workbook
     _formula_book: openpyxl.Workbook | None = None
+    _graph: FormulaGraph | None = None
 
     def value(self, ref: CellRef) -> CellResult:
         value = self.book[ref.sheet].cell(ref.row, ref.column).value
@@ -67,16 +69,20 @@ class Golden:
 
     def formula(self, ref: CellRef) -> str | None:
         """The golden cell's formula, or None (the formulas are read on first use)."""
+        return formula_text(self._formulas()[ref.sheet].cell(ref.row, ref.column).value)
+
+    def volatile_calls(self, ref: CellRef) -> set[str]:
+        """The volatile functions (TODAY, RAND ...) the cell's value may depend on."""
+        if self._graph is None:
+            self._graph = FormulaGraph(self._formulas())
+        return self._graph.calls_in_cone([ref], VOLATILE_FUNCTIONS)
+
+    def _formulas(self) -> openpyxl.Workbook:
         if self._formula_book is None:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 self._formula_book = openpyxl.load_workbook(self.path, data_only=False)
-        content = self._formula_book[ref.sheet].cell(ref.row, ref.column).value
-        if isinstance(content, str) and content.startswith("="):
-            return content
-        if type(content).__name__ == "ArrayFormula":
-            return str(content.text)
-        return None
+        return self._formula_book
 
     def is_formula(self, ref: CellRef) -> bool:
         return self.formula(ref) is not None

@@ -1,7 +1,9 @@
 """Conformance against Excel's cached values, on corpora whose answers are known by hand."""
 
 import json
+import re
 import shutil
+import zipfile
 
 import pytest
 
@@ -45,6 +47,26 @@ def test_a_cache_that_disagrees_with_its_formula_is_counted_and_listed(engines, 
     assert {(m["cell"], m["excel"], m["value"]) for m in report.mismatches} == {
         ("Sheet1!F2", 1, 0), ("Sheet1!F5", 8, 7)}
     assert sorted({m["engine"] for m in report.mismatches}) == ["consensus", *sorted(ALL_FULL)]
+
+
+def test_cells_that_depend_on_today_are_left_out_and_counted(tmp_path):
+    corpus = tmp_path / "corpus"
+    folder = corpus / "spreadsheet" / "59511"
+    folder.mkdir(parents=True)
+    record = json.loads((DEMO / "dataset" / "dataset.json").read_text())
+    (corpus / "dataset.json").write_text(json.dumps([r for r in record if str(r["id"]) == "59511"]))
+    # Excel's answer, F2:F6 = ROUNDUP(E/1000,0) with Excel's caches; F3 is the master of the
+    # shared formula F3:F6, which is made to read TODAY()
+    with zipfile.ZipFile(DEMO / "dataset" / "spreadsheet" / "59511" / "1_59511_answer.xlsx") as original, \
+            zipfile.ZipFile(folder / "1_59511_answer.xlsx", "w") as copy:
+        for item in original.infolist():
+            data = original.read(item.filename)
+            if item.filename == "xl/worksheets/sheet1.xml":
+                data = re.sub(rb'(<c r="F3"[^>]*><f[^>]*>)', rb"\1TODAY()*0+", data)
+            copy.writestr(item, data)
+    report = conformance(corpus, [open_engine("ironcalc")], get_policy("spreadsheetbench"))
+    assert report.volatile == 4
+    assert [(t.compared, t.agree) for t in report.engines] == [(1, 1)]  # F2 alone
 
 
 def test_percentile_is_nearest_rank():

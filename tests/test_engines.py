@@ -66,6 +66,14 @@ def test_unknown_functions_abstain_instead_of_guessing(workbook):
     assert values[ref("A6")] == 3.0  # 1 + 2: unaffected cells are still computed
 
 
+def test_an_error_outside_the_unknown_functions_cone_is_a_real_result(workbook):
+    path = workbook({"A1": "=PHONETIC(B1)", "A2": "=1/0", "A3": "=A1&A2", "B1": "x"})
+    values = IronCalcEngine().evaluate(path, [ref("A2"), ref("A3")]).cells
+    assert values[ref("A2")] == ExcelError("#DIV/0!")  # 1/0 reads nothing PHONETIC touches
+    assert values[ref("A3")] == CannotEvaluate(
+        "unsupported-function", "#NAME? from a formula that calls PHONETIC, which IronCalc lacks")
+
+
 def test_unknown_function_names_ignore_string_literals():
     assert unknown_functions('=_xlfn.aggregate(9,6,A1:A2)&"foo(x)"') == ["AGGREGATE"]
     assert unknown_functions("=SUM(A1:A2)") == []

@@ -1,0 +1,236 @@
+"""Dependency cones: which formulas a cell's value can depend on.
+
+The cone of a cell is the set of formula cells it reads, directly or through other
+formulas, together with the functions those formulas call. Regrade needs it to
+decide two things honestly:
+
+- a golden cell whose cone calls ``TODAY()`` or ``RAND()`` holds the value of the
+  day (or the draw) it was saved on; no recomputation can be expected to match it;
+- an engine that lacks a function abstains only on the cells whose cone calls it,
+  not on every erroring cell of the workbook.
+
+References are read with openpyxl's formula tokenizer: A1 cells and ranges (whole
+rows and columns too), sheet-qualified, defined names (followed), structured
+references (resolved from the table parts by :mod:`engines.tables`). A reference
+the tokenizer cannot place (``INDIRECT``, ``OFFSET``, an external workbook, a 3-D
+reference, a name that is not defined) makes the cone *open*: it may read any
+cell, so questions about it are answered for the whole workbook.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+import warnings
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+import openpyxl
+from openpyxl.formula.tokenizer import Token, Tokenizer
+from openpyxl.utils.cell import range_boundaries
+
+from engines.tables import TablePart, resolve_structured, table_parts
+
+VOLATILE_FUNCTIONS = frozenset({"TODAY", "NOW", "RAND", "RANDBETWEEN", "RANDARRAY"})
+DYNAMIC_REFERENCE_FUNCTIONS = frozenset({"INDIRECT", "OFFSET"})
+MAX_ROWS = 1_048_576
+MAX_COLUMNS = 16_384
+_PREFIXES = ("_XLFN.", "_XLWS.")
+_QUALIFIED = re.compile(r"^(?:(?P<sheet>'(?:[^']|'')+'|[^!'\[\]:]+)!)?(?P<area>[^!]+)$")
+_CELL_OR_RANGE = re.compile(r"^\$?[A-Za-z]{1,3}\$?\d+(?::\$?[A-Za-z]{1,3}\$?\d+)?$")
+_COLUMNS = re.compile(r"^\$?([A-Za-z]{1,3}):\$?([A-Za-z]{1,3})$")
+_ROWS = re.compile(r"^\$?(\d+):\$?(\d+)$")
+
+Cell = tuple[str, int, int]  # sheet, row, column
+
+
+@dataclass(frozen=True)
+class Area:
+    sheet: str
+    min_row: int
+    min_col: int
+    max_row: int
+    max_col: int
+
+
+@dataclass
+class Precedents:
+    """What one formula reads directly."""
+
+    areas: list[Area] = field(default_factory=list)
+    functions: set[str] = field(default_factory=set)
+    open: bool = False
+
+
+@dataclass
+class Cone:
+    """Everything a set of cells may depend on."""
+
+    cells: set[Cell] = field(default_factory=set)  # formula cells, the targets included
+    functions: set[str] = field(default_factory=set)
+    open: bool = False  # some reference could not be placed: it may read anything
+
+
+class FormulaGraph:
+    """Every formula of a workbook, its defined names and tables, indexed for cone walks."""
+
+    def __init__(self, book: openpyxl.Workbook):
+        self.sheets = [ws.title for ws in book.worksheets]
+        self._sheet_by_lower = {name.lower(): name for name in self.sheets}
+        self.formulas: dict[Cell, str] = {}
+        for ws in book.worksheets:
+            for row in ws.iter_rows():
+                for cell in row:
+                    text = formula_text(cell.value)
+                    if text is not None:
+                        self.formulas[(ws.title, cell.row, cell.column)] = text
+        self.tables: dict[str, TablePart] = table_parts(book)
+        self.names = _defined_names(book)
+        self._rows_by_column: dict[tuple[str, int], list[int]] = defaultdict(list)
+        for sheet, row, column in sorted(self.formulas):
+            self._rows_by_column[(sheet, column)].append(row)
+        self._columns_by_sheet: dict[str, list[int]] = defaultdict(list)
+        for sheet, column in sorted(self._rows_by_column):
+            self._columns_by_sheet[sheet].append(column)
+        self._precedents: dict[Cell, Precedents] = {}
+
+    def all_functions(self) -> set[str]:
+        found: set[str] = set()
+        for cell in self.formulas:
+            found |= self.precedents(cell).functions
+        return found
+
+    def precedents(self, cell: Cell) -> Precedents:
+        if cell not in self._precedents:
+            sheet, row, column = cell
+            text = resolve_structured(self.formulas[cell], sheet, row, column, self.tables) if self.tables else self.formulas[cell]
+            self._precedents[cell] = self._read(text, sheet, depth=0)
+        return self._precedents[cell]
+
+    def cone(self, targets: Iterable[Cell]) -> Cone:
+        cone = Cone()
+        pending = [t for t in targets if t in self.formulas]
+        while pending:
+            cell = pending.pop()
+            if cell in cone.cells:
+                continue
+            cone.cells.add(cell)
+            found = self.precedents(cell)
+            cone.functions |= found.functions
+            cone.open |= found.open
+            for area in found.areas:
+                pending.extend(c for c in self._formulas_in(area) if c not in cone.cells)
+        return cone
+
+    def calls_in_cone(self, targets: Iterable[Cell], functions: Iterable[str]) -> set[str]:
+        """Which of ``functions`` the cone of ``targets`` may call (the whole workbook's, if the cone is open)."""
+        wanted = {f.upper() for f in functions}
+        cone = self.cone(targets)
+        called = self.all_functions() if cone.open else cone.functions
+        return wanted & called
+
+    def _formulas_in(self, area: Area) -> Iterable[Cell]:
+        columns = self._columns_by_sheet.get(area.sheet, [])
+        for column in columns[bisect.bisect_left(columns, area.min_col):bisect.bisect_right(columns, area.max_col)]:
+            rows = self._rows_by_column[(area.sheet, column)]
+            for row in rows[bisect.bisect_left(rows, area.min_row):bisect.bisect_right(rows, area.max_row)]:
+                yield (area.sheet, row, column)
+
+    def _read(self, text: str, home: str, depth: int) -> Precedents:
+        found = Precedents()
+        try:
+            tokens = Tokenizer(text if text.startswith("=") else "=" + text).items
+        except Exception:  # a formula the tokenizer cannot split: it may read anything
+            found.open = True
+            return found
+        for token in tokens:
+            if token.type == Token.FUNC and token.subtype == Token.OPEN:
+                name = token.value[:-1].upper()
+                for prefix in _PREFIXES:
+                    name = name.removeprefix(prefix)
+                found.functions.add(name)
+                found.open |= name in DYNAMIC_REFERENCE_FUNCTIONS
+            elif token.type == Token.OPERAND and token.subtype == Token.RANGE:
+                self._place(token.value, home, depth, found)
+        return found
+
+    def _place(self, reference: str, home: str, depth: int, found: Precedents) -> None:
+        if reference.upper() in ("TRUE", "FALSE"):
+            return
+        match = _QUALIFIED.match(reference)
+        if match is None or "[" in reference:  # external workbook or an unresolved structured reference
+            found.open = True
+            return
+        area_text = match.group("area")
+        sheet = home
+        if match.group("sheet"):
+            quoted = match.group("sheet")
+            named = quoted[1:-1].replace("''", "'") if quoted.startswith("'") else quoted
+            sheet = self._sheet_by_lower.get(named.lower())
+            if sheet is None:  # 3-D reference or unknown sheet
+                found.open = True
+                return
+        area = _area(sheet, area_text)
+        if area is not None:
+            found.areas.append(area)
+            return
+        definition = self.names.get((sheet.lower(), area_text.lower())) or self.names.get((None, area_text.lower()))
+        if definition is None:
+            if not area_text.lower().startswith("_xlpm."):  # LET/LAMBDA parameters read nothing
+                found.open = True
+            return
+        if depth > 20:
+            found.open = True
+            return
+        inner = self._read(definition, sheet, depth + 1)
+        found.areas.extend(inner.areas)
+        found.functions |= inner.functions
+        found.open |= inner.open
+
+
+def formula_text(content: object) -> str | None:
+    """The formula openpyxl read into a cell, or None for a constant."""
+    if isinstance(content, str) and content.startswith("=") and len(content) > 1:
+        return content
+    text = getattr(content, "text", None)  # ArrayFormula
+    if isinstance(text, str) and text:
+        return text if text.startswith("=") else "=" + text
+    return None
+
+
+def load_graph(path: Path) -> FormulaGraph | None:
+    """The formula graph of a workbook, or None when openpyxl cannot read it."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return FormulaGraph(openpyxl.load_workbook(path, data_only=False))
+    except Exception:
+        return None
+
+
+def _area(sheet: str, text: str) -> Area | None:
+    plain = text.replace("$", "")
+    if _CELL_OR_RANGE.match(text):
+        min_col, min_row, max_col, max_row = range_boundaries(plain)
+        return Area(sheet, min_row, min_col, max_row, max_col)
+    if match := _COLUMNS.match(text):
+        min_col, _, max_col, _ = range_boundaries(f"{match.group(1)}1:{match.group(2)}1")
+        return Area(sheet, 1, min_col, MAX_ROWS, max_col)
+    if match := _ROWS.match(text):
+        return Area(sheet, int(match.group(1)), 1, int(match.group(2)), MAX_COLUMNS)
+    return None
+
+
+def _defined_names(book: openpyxl.Workbook) -> dict[tuple[str | None, str], str]:
+    """(lower-cased sheet or None for workbook scope, lower-cased name) -> what it refers to."""
+    names: dict[tuple[str | None, str], str] = {}
+    for name, definition in book.defined_names.items():
+        if definition.value:
+            names[(None, name.lower())] = definition.value
+    for ws in book.worksheets:
+        for name, definition in ws.defined_names.items():
+            if definition.value:
+                names[(ws.title.lower(), name.lower())] = definition.value
+    return names

@@ -1,0 +1,92 @@
+"""Dependency cones, on workbooks whose dependencies are read off by hand."""
+
+import openpyxl
+from openpyxl.workbook.defined_name import DefinedName
+from openpyxl.worksheet.formula import ArrayFormula
+from openpyxl.worksheet.table import Table
+
+from engines.cones import FormulaGraph, load_graph
+
+
+def graph_of(book: openpyxl.Workbook) -> FormulaGraph:
+    return FormulaGraph(book)
+
+
+def test_cone_follows_chains_across_sheets_and_stops_at_constants():
+    book = openpyxl.Workbook()
+    data = book.active
+    data.title = "Data"
+    data["A1"], data["A2"], data["A3"] = 1, "=A1*2", "=TODAY()"
+    report = book.create_sheet("My Report")
+    report["B1"] = "=SUM(Data!A1:A2)+1"  # reads Data!A2 (a formula) and Data!A1 (a constant)
+    report["B2"] = "=B1*3"
+    report["B3"] = "=Data!A3+1"
+    graph = graph_of(book)
+    cone = graph.cone([("My Report", 2, 2)])
+    assert cone.cells == {("My Report", 2, 2), ("My Report", 1, 2), ("Data", 2, 1)}
+    assert cone.functions == {"SUM"}
+    assert not cone.open
+    assert graph.calls_in_cone([("My Report", 2, 2)], ["TODAY"]) == set()
+    assert graph.calls_in_cone([("My Report", 3, 2)], ["TODAY", "NOW"]) == {"TODAY"}
+
+
+def test_whole_columns_quoted_sheets_and_prefixed_functions():
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.title = "It's"
+    sheet["A5"] = "=_xlfn.AGGREGATE(9,6,C1:C3)"
+    sheet["B1"] = "=SUM('It''s'!A:A)"
+    cone = graph_of(book).cone([("It's", 1, 2)])
+    assert ("It's", 5, 1) in cone.cells
+    assert cone.functions == {"SUM", "AGGREGATE"}
+
+
+def test_defined_names_and_array_formulas_are_followed():
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet["A1"] = "=NOW()"
+    sheet["A2"] = 3
+    book.defined_names["stamp"] = DefinedName("stamp", attr_text="Sheet!$A$1")
+    sheet["C1"] = ArrayFormula("C1", "=SUM(stamp*A2)")
+    graph = graph_of(book)
+    assert graph.calls_in_cone([("Sheet", 1, 3)], ["NOW"]) == {"NOW"}
+
+
+def test_structured_references_resolve_to_their_table_columns():
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.append(["Qty", "Price", "Stamp"])
+    sheet.append([2, 3, "=RAND()"])
+    sheet.append([4, 5, "=RAND()"])
+    sheet.add_table(Table(displayName="Sales", ref="A1:C3"))
+    sheet["E1"] = "=SUM(Sales[Price])"
+    sheet["E2"] = "=SUM(Sales[Stamp])"
+    graph = graph_of(book)
+    assert graph.calls_in_cone([("Sheet", 1, 5)], ["RAND"]) == set()
+    assert graph.calls_in_cone([("Sheet", 2, 5)], ["RAND"]) == {"RAND"}
+
+
+def test_indirect_opens_the_cone_to_the_whole_workbook():
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet["A1"] = "=TODAY()"
+    sheet["B1"] = '=INDIRECT("A"&1)'
+    sheet["C1"] = "=ROW()"
+    graph = graph_of(book)
+    assert graph.cone([("Sheet", 1, 2)]).open
+    assert graph.calls_in_cone([("Sheet", 1, 2)], ["TODAY"]) == {"TODAY"}  # it may read A1
+    assert graph.calls_in_cone([("Sheet", 1, 3)], ["TODAY"]) == set()
+
+
+def test_circular_references_terminate():
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet["A1"] = "=B1+1"
+    sheet["B1"] = "=A1+1"
+    assert graph_of(book).cone([("Sheet", 1, 1)]).cells == {("Sheet", 1, 1), ("Sheet", 1, 2)}
+
+
+def test_an_unreadable_file_has_no_graph(tmp_path):
+    bad = tmp_path / "bad.xlsx"
+    bad.write_bytes(b"not a zip")
+    assert load_graph(bad) is None
