@@ -1,7 +1,8 @@
 """IronCalc: a full recalculation in Rust, through its Python bindings.
 
-IronCalc recomputes every formula on load. AGGREGATE, which it lacks, is computed by
-:mod:`engines.ironcalc_aggregate` from arguments IronCalc evaluates. Where it cannot
+IronCalc recomputes every formula on load. AGGREGATE, which it lacks, and the
+functions it gets wrong (SUBTOTAL 110/111, XLOOKUP, XMATCH) are computed by
+:mod:`engines.ironcalc_bridge` from arguments IronCalc evaluates. Where it cannot
 compute a cell, regrade abstains instead of reporting a wrong value:
 
 - a function IronCalc does not know comes back lower-cased in the formula text
@@ -23,7 +24,7 @@ from typing import Any, Sequence
 
 from engines.base import CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues, missing_file
 from engines.cones import FormulaGraph, load_graph
-from engines.ironcalc_aggregate import compute_aggregates
+from engines.ironcalc_bridge import bridge_functions
 from engines.ironcalc_rewrites import widen_criteria_ranges
 from engines.readings import number_value, unknown_functions
 from engines.tables import structured_rewrites
@@ -48,7 +49,7 @@ class IronCalcEngine(PythonPackageEngine):
             return WorkbookValues(failure=WorkbookFailure("load-failed", f"IronCalc cannot load it: {exc}"))
         names = [p["name"] for p in model.get_worksheets_properties()]
         originals = _work_around_defects(model, names, path)
-        originals = {**compute_aggregates(model), **originals}
+        originals = {**bridge_functions(model), **originals}
         result = WorkbookValues(sheet_names=names)
         workbook_unknown: list[str] | None = None
         graph: FormulaGraph | None = None

@@ -50,7 +50,7 @@ def test_reasons_explain_each_disagreement():
     assert [c.shallow for c in uncached.cells] == [None] * 4
     aggregate = results[("anthropic", "1_34469_output.xlsx")]
     (cell,) = aggregate.cells
-    # the golden's AH6 (Excel's cache) is 6.5; IronCalc (through engines/ironcalc_aggregate.py) and
+    # the golden's AH6 (Excel's cache) is 6.5; IronCalc (through engines/ironcalc_bridge.py) and
     # LibreOffice compute it, gnumeric cannot
     assert cell.full == 6.5 and cell.engines["libreoffice"] == 6.5 and cell.engines["ironcalc"] == 6.5
     assert cell.engines["gnumeric"].reason == "unsupported-function"

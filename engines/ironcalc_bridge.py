@@ -1,0 +1,483 @@
+"""Functions IronCalc lacks or gets wrong, computed in Python from arguments IronCalc evaluates.
+
+======================  ===========================================================
+AGGREGATE               IronCalc lacks it (:mod:`engines.functions.aggregate`)
+SUBTOTAL 110 and 111    IronCalc counts hidden rows in them
+XLOOKUP, XMATCH         IronCalc gives ``#VALUE!`` for a two-dimensional return
+                        array and misses wildcard matches over computed arrays
+                        (:mod:`engines.functions.lookup`)
+======================  ===========================================================
+
+Every formula holding such a call is resolved innermost call first, all formulas at
+once, in *rounds*: the innermost bridged call of each formula is taken and its
+arguments are evaluated by IronCalc on a throw-away copy of the model. A plain
+reference is read cell by cell (with its hidden rows and nested SUBTOTAL/AGGREGATE
+cells, which AGGREGATE's options may skip). Any other expression is entered in a
+scratch cell right of the sheet's used range, in the caller's row (so ``ROW()``
+still means the caller's row): one evaluation sizes every expression with
+``ROWS``/``COLUMNS``, a second computes them as array formulas of that size.
+Identical expressions that do not depend on where they stand are computed once.
+Python then computes each call and writes its result into the formula: the
+reference XLOOKUP returns when its return array is a reference (as Excel does), a
+literal otherwise.
+
+A call whose arguments regrade cannot take (a binary search, an array lookup value,
+an array too large) is left to IronCalc. *Passes* repeat the whole resolution
+until no formula changes, so a call that reads another bridged cell converges; a
+workbook that does not settle keeps its original formulas.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from openpyxl.formula.tokenizer import Token, Tokenizer
+from openpyxl.utils.cell import get_column_letter, range_boundaries
+
+from engines.base import ExcelError
+from engines.functions.aggregate import Item, aggregate
+from engines.functions.lookup import NA, NotImplementedMode, xlookup, xmatch
+
+MAX_PASSES = 6
+MAX_ROUNDS = 20
+MAX_ARRAY_CELLS = 200_000
+MAX_COLUMNS = 16_384
+MAX_ROWS = 1_048_576
+VALUE = ExcelError("#VALUE!")
+_CANDIDATE = re.compile(r"(?<![A-Za-z0-9_.])(?:_xlfn\.)?(?:aggregate|subtotal|xlookup|xmatch)\(", re.IGNORECASE)
+_SUBTOTAL_BY_IRONCALC = re.compile(r"\s*(?:10[1-9]|[1-9]|1[01])\s*")  # IronCalc's own are right
+_REFERENCE = re.compile(
+    r"^(?:(?P<sheet>'(?:[^']|'')+'|[A-Za-z0-9_.]+)!)?(?P<range>\$?[A-Z]{1,3}\$?\d*(?::\$?[A-Z]{1,3}\$?\d*)?)$"
+)
+_POSITIONAL = re.compile(r"(?:ROW|COLUMN)\(\s*\)|\b(?:CELL|INDIRECT|OFFSET)\(", re.IGNORECASE)
+_NUMBER = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$")
+
+Cell = tuple[int, int, int]  # sheet index, row, column
+
+
+@dataclass
+class Argument:
+    """One evaluated argument: its values as rows, and where a reference came from."""
+
+    rows: list[list[object]]
+    hidden: list[bool] = field(default_factory=list)  # per row, references only
+    nested: list[list[bool]] = field(default_factory=list)  # per cell: a SUBTOTAL/AGGREGATE formula
+    reference: tuple[int, int, int, int, int] | None = None  # sheet, min_row, min_col, max_row, max_col
+    omitted: bool = False  # written as nothing, as in XLOOKUP(a, b, c, , 2)
+
+    @property
+    def scalar(self) -> object:
+        return self.rows[0][0] if len(self.rows) == 1 and len(self.rows[0]) == 1 else VALUE
+
+    def items(self) -> list[Item]:
+        flags = self.nested or [[False] * len(r) for r in self.rows]
+        hidden = self.hidden or [False] * len(self.rows)
+        return [Item(v, hidden=hidden[i], nested=flags[i][j]) for i, row in enumerate(self.rows) for j, v in enumerate(row)]
+
+
+@dataclass
+class _Call:
+    """The innermost bridged call of one cell's formula."""
+
+    cell: Cell
+    function: str
+    tokens: list[Token]
+    start: int
+    end: int
+    args: list[str]
+
+    def replaced(self, text: str) -> str:
+        before = "".join(t.value for t in self.tokens[: self.start])
+        after = "".join(t.value for t in self.tokens[self.end + 1 :])
+        return "=" + before + text + after
+
+
+def bridge_functions(model: Any) -> dict[Cell, str]:
+    """Compute every bridged call into the model's formulas; returns each changed cell's original formula."""
+    import ironcalc
+
+    originals: dict[Cell, str] = {}
+    for sheet, row, column in model.get_all_cells():
+        formula = model.get_cell_formula(sheet, row, column)
+        if formula and _CANDIDATE.search(formula) and _innermost((sheet, row, column), formula) is not None:
+            originals[(sheet, row, column)] = formula
+    if not originals:
+        return {}
+    previous: dict[Cell, str] = {}
+    for _ in range(MAX_PASSES):
+        copy = ironcalc.load_from_bytes(model.to_bytes())
+        copy.evaluate()
+        try:
+            current = _resolve_all(copy, originals)
+        except Exception:  # a formula IronCalc will not take, no scratch room left...: leave them to IronCalc
+            current = dict(originals)
+        if current == previous:
+            return {cell: originals[cell] for cell in originals if current[cell] != originals[cell]}
+        for (sheet, row, column), text in current.items():
+            model.update_cell_with_formula(sheet, row, column, text)
+        model.evaluate()
+        previous = current
+    for (sheet, row, column), text in originals.items():  # did not settle: give up honestly
+        model.update_cell_with_formula(sheet, row, column, text)
+    model.evaluate()
+    return {}
+
+
+def _resolve_all(copy: Any, originals: dict[Cell, str]) -> dict[Cell, str]:
+    """Every formula with its bridged calls replaced, innermost first, all formulas in step."""
+    formulas = dict(originals)
+    open_cells = set(formulas)
+    subtotal_cells = {cell for cell, text in originals.items() if _is_subtotal(text)}
+    for _ in range(MAX_ROUNDS):
+        calls = [c for c in (_innermost(cell, formulas[cell]) for cell in sorted(open_cells)) if c is not None]
+        if not calls:
+            break
+        scratch = _Scratch(copy, subtotal_cells)
+        planned = [(call, [scratch.plan(call.cell, text) for text in call.args]) for call in calls]
+        scratch.evaluate()
+        open_cells = set()
+        for call, args in planned:
+            result = _compute(call, [scratch.argument(a) for a in args], copy)
+            if result is not None:
+                formulas[call.cell] = call.replaced(result)
+                open_cells.add(call.cell)
+    return formulas
+
+
+def _innermost(cell: Cell, formula: str) -> _Call | None:
+    """The first bridged call of the formula that holds no other bridged call."""
+    try:
+        tokens = Tokenizer(formula).items
+    except Exception:
+        return None
+    stack: list[tuple[int, str, list[list[Token]], bool]] = []  # start, function, args, holds a bridged call
+    for index, token in enumerate(tokens):
+        if token.subtype == Token.OPEN and token.type in (Token.FUNC, Token.PAREN, Token.ARRAY):
+            name = token.value[:-1].upper().removeprefix("_XLFN.") if token.type == Token.FUNC else ""
+            stack.append((index, name, [[]], False))
+            continue
+        if token.subtype == Token.CLOSE and stack:
+            start, name, args, holds = stack.pop()
+            texts = ["".join(t.value for t in arg).strip() for arg in args]
+            bridged = name in _FUNCTIONS and _FUNCTIONS[name].wanted(texts)
+            if bridged and not holds:
+                return _Call(cell, name, tokens, start, index, texts)
+            if stack:
+                s_start, s_name, s_args, s_holds = stack[-1]
+                s_args[-1].extend(tokens[start : index + 1])
+                stack[-1] = (s_start, s_name, s_args, s_holds or holds or bridged)
+            continue
+        if token.type == Token.SEP and token.subtype == Token.ARG and stack and tokens[stack[-1][0]].type == Token.FUNC:
+            stack[-1][2].append([])
+        elif stack:
+            stack[-1][2][-1].append(token)
+    return None
+
+
+class _Scratch:
+    """Evaluates argument expressions on the copy, all at once, right of each sheet's used range."""
+
+    def __init__(self, copy: Any, subtotal_cells: set[Cell]):
+        self.copy = copy
+        self.subtotal_cells = subtotal_cells  # their formulas may already hold literals
+        self.names = [p["name"] for p in copy.get_worksheets_properties()]
+        self.expressions: dict[tuple, dict] = {}  # key -> {"cell": Cell, "text": str, "rows", "columns", "at"}
+        self.next_in_row: dict[tuple[int, int], int] = {}
+        self.first_free = {s: copy.get_sheet_dimensions(s)[3] + 2 for s in range(len(self.names))}
+
+    def plan(self, cell: Cell, text: str) -> tuple:
+        """What the argument is: a literal, a reference or a key of an expression to evaluate."""
+        if text == "":
+            return ("omitted",)
+        if _NUMBER.match(text):
+            return ("literal", float(text))
+        if text.startswith('"') and text.endswith('"') and '"' not in text[1:-1].replace('""', ""):
+            return ("literal", text[1:-1].replace('""', '"'))
+        reference = _REFERENCE.match(text.replace(" ", ""))
+        if reference and (area := self._area(cell[0], reference)) is not None:
+            return ("reference", area)
+        key = (cell[0], text) if not _POSITIONAL.search(text) else (cell[0], text, cell[1], cell[2])
+        if key not in self.expressions:
+            sheet, row, _ = cell
+            self.expressions[key] = {"cell": cell, "text": text, "size": (self._take(sheet, row), self._take(sheet, row))}
+        return ("expression", key)
+
+    def evaluate(self) -> None:
+        if not self.expressions:
+            return
+        for entry in self.expressions.values():
+            sheet, row, _ = entry["cell"]
+            rows_at, columns_at = entry["size"]
+            self.copy.update_cell_with_formula(sheet, row, rows_at, f"=ROWS({entry['text']})")
+            self.copy.update_cell_with_formula(sheet, row, columns_at, f"=COLUMNS({entry['text']})")
+        self.copy.evaluate()
+        for entry in self.expressions.values():
+            sheet, row, _ = entry["cell"]
+            rows, columns = (_read(self.copy, sheet, row, c) for c in entry["size"])
+            if not isinstance(rows, float) or not isinstance(columns, float):
+                rows = columns = 1.0  # a scalar expression
+            entry["shape"] = (int(rows), int(columns))
+        placed = [e for e in self.expressions.values() if e["shape"][0] * e["shape"][1] <= MAX_ARRAY_CELLS]
+        for entry in placed:  # one-row results in their caller's row ...
+            sheet, row, _ = entry["cell"]
+            if entry["shape"][0] == 1:
+                entry["at"] = (sheet, row, self._take(sheet, row, entry["shape"][1]), *entry["shape"])
+        tall_from = dict(self.first_free)  # ... taller ones in columns of their own, right of all those
+        for (sheet, _), column in self.next_in_row.items():
+            tall_from[sheet] = max(tall_from[sheet], column)
+        for entry in placed:
+            sheet, row, _ = entry["cell"]
+            rows, columns = entry["shape"]
+            if rows > 1:
+                top = row if row + rows - 1 <= MAX_ROWS else 1
+                entry["at"] = (sheet, top, tall_from[sheet], rows, columns)
+                tall_from[sheet] += columns
+                if tall_from[sheet] - 1 > MAX_COLUMNS:
+                    raise OverflowError("no scratch column left")
+        for entry in placed:
+            sheet, top, column, rows, columns = entry["at"]
+            if rows == 1 and columns == 1:
+                self.copy.update_cell_with_formula(sheet, top, column, f"={entry['text']}")
+            else:
+                self.copy.set_user_array_formula(sheet, top, column, columns, rows, f"={entry['text']}")
+        self.copy.evaluate()
+
+    def argument(self, plan: tuple) -> Argument | None:
+        kind = plan[0]
+        if kind == "omitted":
+            return Argument([[None]], omitted=True)
+        if kind == "literal":
+            return Argument([[plan[1]]])
+        if kind == "reference":
+            return self._reference(plan[1])
+        at = self.expressions[plan[1]].get("at")
+        if at is None:
+            return None
+        sheet, top, column, rows, columns = at
+        return Argument([[_read(self.copy, sheet, r, c) for c in range(column, column + columns)]
+                         for r in range(top, top + rows)])
+
+    def _take(self, sheet: int, row: int, width: int = 1) -> int:
+        column = self.next_in_row.get((sheet, row), self.first_free[sheet])
+        if column + width - 1 > MAX_COLUMNS:
+            raise OverflowError("no scratch column left")
+        self.next_in_row[(sheet, row)] = column + width
+        return column
+
+    def _area(self, home: int, match: re.Match[str]) -> tuple[int, int, int, int, int] | None:
+        sheet = home
+        if match.group("sheet"):
+            name = match.group("sheet").strip("'").replace("''", "'")
+            if name not in self.names:
+                return None
+            sheet = self.names.index(name)
+        try:
+            min_col, min_row, max_col, max_row = range_boundaries(match.group("range").replace("$", ""))
+        except ValueError:
+            return None
+        _, used_rows, _, used_columns = self.copy.get_sheet_dimensions(sheet)
+        whole_column, whole_row = min_row is None, min_col is None
+        min_row, max_row = min_row or 1, max_row or MAX_ROWS
+        min_col, max_col = min_col or 1, max_col or MAX_COLUMNS
+        area = (sheet, min_row, min_col, max_row, max_col)
+        # a whole column or row is read up to the used range (what lies beyond is empty)
+        read_rows = min(max_row, used_rows) if whole_column else max_row
+        read_cols = min(max_col, used_columns) if whole_row else max_col
+        if (read_rows - min_row + 1) * (read_cols - min_col + 1) > MAX_ARRAY_CELLS:
+            return None
+        return area
+
+    def _reference(self, area: tuple[int, int, int, int, int]) -> Argument:
+        sheet, min_row, min_col, max_row, max_col = area
+        _, used_rows, _, used_columns = self.copy.get_sheet_dimensions(sheet)
+        if max_row == MAX_ROWS:  # a whole column: what lies below the used range is empty
+            max_row = max(used_rows, min_row)
+        if max_col == MAX_COLUMNS:
+            max_col = max(used_columns, min_col)
+        rows, hidden, nested = [], [], []
+        for r in range(min_row, max_row + 1):
+            hidden.append(self.copy.is_row_hidden(sheet, r))
+            rows.append([_read(self.copy, sheet, r, c) for c in range(min_col, max_col + 1)])
+            nested.append([(sheet, r, c) in self.subtotal_cells or _is_subtotal(self.copy.get_cell_formula(sheet, r, c))
+                           for c in range(min_col, max_col + 1)])
+        return Argument(rows, hidden, nested, reference=area)
+
+
+@dataclass(frozen=True)
+class _Function:
+    wanted: Callable[[list[str]], bool]
+    compute: Callable[[list[Argument]], object]
+
+
+def _compute(call: _Call, args: list[Argument | None], copy: Any) -> str | None:
+    """The text that replaces the call, or None to leave it to IronCalc."""
+    if any(a is None for a in args):
+        return None
+    try:
+        result = _FUNCTIONS[call.function].compute(args)  # type: ignore[arg-type]
+    except NotImplementedMode:
+        return None
+    if result is None:
+        return None
+    if isinstance(result, _Slice):
+        return result.render(copy)
+    return _literal(result)
+
+
+def _aggregate(args: list[Argument]) -> object:
+    if len(args) < 3:
+        return VALUE
+    function, options = args[0].scalar, args[1].scalar
+    for value in (function, options):
+        if isinstance(value, ExcelError):
+            return value
+        if not isinstance(value, float):
+            return VALUE
+    number = int(function)
+    if number >= 14:
+        if len(args) != 4:
+            return VALUE
+        k = args[3].scalar
+        if isinstance(k, ExcelError):
+            return k
+        return aggregate(number, int(options), args[2].items(), k) if isinstance(k, float) else VALUE
+    if any(a.reference is None for a in args[2:]):
+        return VALUE  # functions 1-13 take references only
+    return aggregate(number, int(options), [i for a in args[2:] for i in a.items()])
+
+
+def _subtotal(args: list[Argument]) -> object:
+    """SUBTOTAL(n, ref, ...) is AGGREGATE(n, 0, ref, ...) for n in 1-11, AGGREGATE(n - 100, 1, ...) for 101-111."""
+    if len(args) < 2:
+        return VALUE
+    function = args[0].scalar
+    if isinstance(function, ExcelError):
+        return function
+    if not isinstance(function, float) or int(function) not in (*range(1, 12), *range(101, 112)):
+        return VALUE
+    if any(a.reference is None for a in args[1:]):
+        return VALUE  # SUBTOTAL takes references only
+    number = int(function)
+    return aggregate(number % 100, 1 if number > 100 else 0, [i for a in args[1:] for i in a.items()])
+
+
+@dataclass(frozen=True)
+class _Slice:
+    """Part of a reference: what XLOOKUP returns when its return array is a reference."""
+
+    area: tuple[int, int, int, int, int]
+
+    def render(self, copy: Any) -> str:
+        sheet, min_row, min_col, max_row, max_col = self.area
+        name = copy.get_worksheets_properties()[sheet]["name"]
+        start, end = f"${get_column_letter(min_col)}${min_row}", f"${get_column_letter(max_col)}${max_row}"
+        quoted = "'" + name.replace("'", "''") + "'"
+        return f"{quoted}!{start}" + ("" if start == end else f":{end}")
+
+
+def _mode(arg: Argument | None, default: int) -> int:
+    if arg is None or arg.omitted:
+        return default
+    value = arg.scalar
+    if not isinstance(value, float):
+        raise NotImplementedMode("a mode that is not a number")
+    return int(value)
+
+
+def _xlookup(args: list[Argument]) -> object:
+    if not 3 <= len(args) <= 6:
+        return VALUE
+    value, lookup, result = args[0], args[1], args[2]
+    if len(value.rows) != 1 or len(value.rows[0]) != 1:
+        raise NotImplementedMode("an array of lookup values")
+    if isinstance(value.scalar, ExcelError):
+        return value.scalar
+    lookup, result = _same_length(lookup, result)
+    if_not_found = NA if len(args) < 4 or args[3].omitted else args[3].scalar
+    match_mode = _mode(args[4] if len(args) > 4 else None, 0)
+    search_mode = _mode(args[5] if len(args) > 5 else None, 1)
+    position = xmatch(value.scalar, lookup.rows, match_mode, search_mode)
+    if isinstance(position, ExcelError):
+        return if_not_found if position == NA else position
+    found = xlookup(value.scalar, lookup.rows, result.rows, if_not_found, match_mode, search_mode)
+    if isinstance(found, ExcelError) or result.reference is None:
+        return found
+    sheet, min_row, min_col, max_row, max_col = result.reference
+    index = int(position) - 1
+    by_rows = len(lookup.rows[0]) == 1
+    if by_rows:
+        return _Slice((sheet, min_row + index, min_col, min_row + index, max_col))
+    return _Slice((sheet, min_row, min_col + index, max_row, min_col + index))
+
+
+def _same_length(lookup: Argument, result: Argument) -> tuple[Argument, Argument]:
+    """Whole columns (rows) are read up to the used range of their sheet: pad the shorter with blanks."""
+    if lookup.reference is None or result.reference is None:
+        return lookup, result
+    if len(lookup.rows[0]) == 1 and lookup.reference[3] == result.reference[3] == MAX_ROWS:
+        height = max(len(lookup.rows), len(result.rows))
+        return _pad(lookup, height, None), _pad(result, height, None)
+    if len(lookup.rows) == 1 and lookup.reference[4] == result.reference[4] == MAX_COLUMNS:
+        width = max(len(lookup.rows[0]), len(result.rows[0]))
+        return _pad(lookup, None, width), _pad(result, None, width)
+    return lookup, result
+
+
+def _pad(arg: Argument, height: int | None, width: int | None) -> Argument:
+    rows = [row + [None] * ((width or len(row)) - len(row)) for row in arg.rows]
+    rows += [[None] * len(rows[0]) for _ in range((height or len(rows)) - len(rows))]
+    return Argument(rows, reference=arg.reference)
+
+
+def _xmatch(args: list[Argument]) -> object:
+    if not 2 <= len(args) <= 4:
+        return VALUE
+    if len(args[0].rows) != 1 or len(args[0].rows[0]) != 1:
+        raise NotImplementedMode("an array of lookup values")
+    match_mode = _mode(args[2] if len(args) > 2 else None, 0)
+    search_mode = _mode(args[3] if len(args) > 3 else None, 1)
+    return xmatch(args[0].scalar, args[1].rows, match_mode, search_mode)
+
+
+_FUNCTIONS: dict[str, _Function] = {
+    "AGGREGATE": _Function(lambda args: True, _aggregate),
+    "SUBTOTAL": _Function(lambda args: not _SUBTOTAL_BY_IRONCALC.fullmatch(args[0]), _subtotal),
+    "XLOOKUP": _Function(lambda args: True, _xlookup),
+    "XMATCH": _Function(lambda args: True, _xmatch),
+}
+
+
+def _is_subtotal(formula: str | None) -> bool:
+    return bool(formula) and re.search(r"(?<![A-Za-z0-9_.])(?:_xlfn\.)?(?:subtotal|aggregate)\(", formula, re.I) is not None
+
+
+def _read(model: Any, sheet: int, row: int, column: int) -> object:
+    import ironcalc
+
+    if model.is_empty_cell(sheet, row, column):
+        return None
+    kind = model.get_cell_type(sheet, row, column)
+    value = model.get_cell_value(sheet, row, column)
+    if kind == ironcalc.CellType.ErrorValue:
+        return ExcelError(str(value))
+    if kind == ironcalc.CellType.LogicalValue:
+        return bool(value)
+    return value
+
+
+def _literal(value: object) -> str:
+    if isinstance(value, list):
+        return "{" + ";".join(",".join(_literal(v) for v in row) for row in value) + "}"
+    if isinstance(value, ExcelError):
+        return value.code
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, str):
+        return '"' + value.replace('"', '""') + '"'
+    if value is None:
+        return '""'
+    number = float(value)  # type: ignore[arg-type]
+    text = repr(number)
+    return f"({text})" if number < 0 else text

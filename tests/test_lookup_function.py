@@ -1,0 +1,51 @@
+"""XLOOKUP and XMATCH in Python, against values worked out by hand from Excel's documentation."""
+
+import pytest
+
+from engines.base import ExcelError
+from engines.functions.lookup import NotImplementedMode, xlookup, xmatch
+
+COLUMN = [["apple"], ["Banana"], [3.0], ["cherry"], [3.0], [ExcelError("#DIV/0!")], [7.0]]
+PRICES = [[1.0], [2.0], [30.0], [4.0], [50.0], [6.0], [70.0]]
+
+
+def test_exact_match_ignores_case_and_types():
+    assert xlookup("BANANA", COLUMN, PRICES) == 2.0
+    assert xlookup("3", COLUMN, PRICES) == ExcelError("#N/A")  # text "3" never equals the number 3
+    assert xlookup(3.0, COLUMN, PRICES) == 30.0  # the first of two 3s
+    assert xlookup(3.0, COLUMN, PRICES, search_mode=-1) == 50.0  # the last one
+    assert xlookup("kiwi", COLUMN, PRICES, "none") == "none"
+    assert xmatch("cherry", COLUMN) == 4.0
+
+
+def test_next_smaller_and_next_larger_stay_within_the_type():
+    # numbers in the column: 3 (row 3), 3 (row 5), 7 (row 7)
+    assert xlookup(5.0, COLUMN, PRICES, match_mode=-1) == 30.0  # next smaller is 3, first one
+    assert xlookup(5.0, COLUMN, PRICES, match_mode=1) == 70.0  # next larger is 7
+    assert xlookup(8.0, COLUMN, PRICES, match_mode=1) == ExcelError("#N/A")
+    assert xmatch("b", COLUMN, match_mode=1) == 2.0  # "banana" is the smallest text above "b"
+    assert xmatch("c", COLUMN, match_mode=-1) == 2.0  # "banana" is the largest text below "c"
+
+
+def test_wildcards_match_text_only_and_tilde_escapes():
+    assert xlookup("ch*", COLUMN, PRICES, match_mode=2) == 4.0
+    assert xlookup("?pple", COLUMN, PRICES, match_mode=2) == 1.0
+    assert xmatch("3*", COLUMN, match_mode=2) == ExcelError("#N/A")  # the 3s are numbers
+    assert xmatch("a~*", [["a*"], ["ab"]], match_mode=2) == 1.0
+    assert xmatch("a*", [["a*"], ["ab"]], match_mode=2, search_mode=-1) == 2.0
+
+
+def test_a_two_dimensional_return_array_gives_a_row_or_a_column():
+    table = [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]
+    assert xlookup("y", [["x"], ["y"]], table) == [[4.0, 5.0, 6.0]]
+    assert xlookup("b", [["a", "b", "c"]], table) == [[2.0], [5.0]]
+    assert xlookup("b", [["a", "b"]], table) == ExcelError("#VALUE!")  # 2 lookup columns, 3 result columns
+
+
+def test_errors_and_what_is_not_computed():
+    assert xlookup(ExcelError("#REF!"), COLUMN, PRICES) == ExcelError("#REF!")
+    assert xmatch(1.0, [[1.0, 2.0], [3.0, 4.0]]) == ExcelError("#VALUE!")  # not a vector
+    with pytest.raises(NotImplementedMode):
+        xmatch(3.0, COLUMN, search_mode=2)
+    with pytest.raises(NotImplementedMode):
+        xmatch(None, COLUMN)
