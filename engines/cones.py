@@ -14,7 +14,8 @@ rows and columns too), sheet-qualified, defined names (followed), structured
 references (resolved from the table parts by :mod:`engines.tables`). A reference
 the tokenizer cannot place (``INDIRECT``, ``OFFSET``, an external workbook, a 3-D
 reference, a name that is not defined) makes the cone *open*: it may read any
-cell, so questions about it are answered for the whole workbook.
+cell, so questions about it are answered for the whole workbook. A cone that reads
+another workbook (``[1]Data!A1``) is also *external*: no engine can recompute it.
 """
 
 from __future__ import annotations
@@ -27,10 +28,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
+import zipfile
+
 import openpyxl
 from openpyxl.formula.tokenizer import Token, Tokenizer
 from openpyxl.utils.cell import range_boundaries
 
+from engines.base import CannotEvaluate, WorkbookValues
+from engines.sheets import resolve_sheet
 from engines.tables import TablePart, resolve_structured, table_parts
 
 VOLATILE_FUNCTIONS = frozenset({"TODAY", "NOW", "RAND", "RANDBETWEEN", "RANDARRAY"})
@@ -42,6 +47,7 @@ _QUALIFIED = re.compile(r"^(?:(?P<sheet>'(?:[^']|'')+'|[^!'\[\]:]+)!)?(?P<area>[
 _CELL_OR_RANGE = re.compile(r"^\$?[A-Za-z]{1,3}\$?\d+(?::\$?[A-Za-z]{1,3}\$?\d+)?$")
 _COLUMNS = re.compile(r"^\$?([A-Za-z]{1,3}):\$?([A-Za-z]{1,3})$")
 _ROWS = re.compile(r"^\$?(\d+):\$?(\d+)$")
+_EXTERNAL = re.compile(r"^'?\[\d+\]")  # [1]Data!A1, '[1]Order Data'!A:B
 
 Cell = tuple[str, int, int]  # sheet, row, column
 
@@ -62,6 +68,7 @@ class Precedents:
     areas: list[Area] = field(default_factory=list)
     functions: set[str] = field(default_factory=set)
     open: bool = False
+    external: bool = False  # reads another workbook: [1]Data!A1
 
 
 @dataclass
@@ -71,6 +78,7 @@ class Cone:
     cells: set[Cell] = field(default_factory=set)  # formula cells, the targets included
     functions: set[str] = field(default_factory=set)
     open: bool = False  # some reference could not be placed: it may read anything
+    external: bool = False  # some formula reads another workbook
 
 
 class FormulaGraph:
@@ -120,6 +128,7 @@ class FormulaGraph:
             found = self.precedents(cell)
             cone.functions |= found.functions
             cone.open |= found.open
+            cone.external |= found.external
             for area in found.areas:
                 pending.extend(c for c in self._formulas_in(area) if c not in cone.cells)
         return cone
@@ -159,8 +168,11 @@ class FormulaGraph:
     def _place(self, reference: str, home: str, depth: int, found: Precedents) -> None:
         if reference.upper() in ("TRUE", "FALSE"):
             return
+        if _EXTERNAL.match(reference):
+            found.external = found.open = True
+            return
         match = _QUALIFIED.match(reference)
-        if match is None or "[" in reference:  # external workbook or an unresolved structured reference
+        if match is None or "[" in reference:  # an unresolved structured reference
             found.open = True
             return
         area_text = match.group("area")
@@ -188,6 +200,30 @@ class FormulaGraph:
         found.areas.extend(inner.areas)
         found.functions |= inner.functions
         found.open |= inner.open
+        found.external |= inner.external
+
+
+def abstain_on_external_links(path: Path, values: WorkbookValues) -> WorkbookValues:
+    """Cells whose value comes from another workbook (an external link) cannot be recomputed:
+    every engine abstains on them instead of reporting ``#REF!`` or a stale copy."""
+    if values.failure is not None or not values.cells or not _has_external_links(path):
+        return values
+    graph = load_graph(path)
+    if graph is None:
+        return values
+    for ref in list(values.cells):
+        sheet = resolve_sheet(ref.sheet, graph.sheets)
+        if sheet is not None and graph.cone([(sheet, ref.row, ref.column)]).external:
+            values.cells[ref] = CannotEvaluate("external-link", "the value comes from another workbook (an external link)")
+    return values
+
+
+def _has_external_links(path: Path) -> bool:
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return any(name.startswith("xl/externalLinks/") for name in archive.namelist())
+    except (zipfile.BadZipFile, OSError):
+        return False
 
 
 def formula_text(content: object) -> str | None:

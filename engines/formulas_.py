@@ -22,9 +22,10 @@ import openpyxl
 from openpyxl.utils.cell import coordinate_to_tuple, get_column_letter
 
 from engines.base import CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues, missing_file
+from engines.cones import abstain_on_external_links
 from engines.sheets import resolve_sheet
-from engines.tools import PythonPackageEngine
 from engines.tables import structured_rewrites
+from engines.tools import PythonPackageEngine
 
 _CALL = re.compile(r"(?<![A-Za-z0-9_.])((?:_xl[a-z]+\.)*[A-Za-z][A-Za-z0-9_.]*)\(", re.IGNORECASE)
 _STRING = re.compile(r'"(?:[^"]|"")*"')
@@ -92,7 +93,7 @@ class FormulasEngine(PythonPackageEngine):
                     value = CannotEvaluate("unsupported-function",
                                            f"{value.code} while the workbook uses {', '.join(workbook_unknown)}, which formulas lacks")
             result.cells[ref] = value
-        return result
+        return abstain_on_external_links(path, result)
 
 
 def _formula_text(content: object) -> str | None:

@@ -20,6 +20,7 @@ from typing import Sequence
 
 from engines.base import CannotEvaluate, CellRef, ExcelError, WorkbookFailure, WorkbookValues, missing_file
 from engines.cached import CachedEngine
+from engines.cones import abstain_on_external_links
 from engines.isolation import DEFAULT_TIMEOUT_S
 from engines.tools import version_output
 
@@ -76,4 +77,4 @@ class GnumericEngine:
                 values.cells[ref] = CannotEvaluate("unsupported-function", "gnumeric gives #NAME? (an unknown function or name)")
             elif "_xlfngnumeric.ERROR(" in values.formulas.get(ref, ""):
                 values.cells[ref] = CannotEvaluate("parse-error", "gnumeric could not parse the formula")
-        return values
+        return abstain_on_external_links(path, values)

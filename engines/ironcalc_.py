@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from engines.base import CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues, missing_file
-from engines.cones import FormulaGraph, load_graph
+from engines.cones import FormulaGraph, abstain_on_external_links, load_graph
 from engines.ironcalc_bridge import bridge_functions
 from engines.ironcalc_rewrites import widen_criteria_ranges
 from engines.readings import number_value, unknown_functions
+from engines.sheets import array_formula_cells, resolve_sheet
 from engines.tables import structured_rewrites
-from engines.sheets import resolve_sheet
 from engines.tools import PythonPackageEngine
 
 
@@ -49,7 +49,7 @@ class IronCalcEngine(PythonPackageEngine):
             return WorkbookValues(failure=WorkbookFailure("load-failed", f"IronCalc cannot load it: {exc}"))
         names = [p["name"] for p in model.get_worksheets_properties()]
         originals = _work_around_defects(model, names, path)
-        originals = {**bridge_functions(model), **originals}
+        originals = {**bridge_functions(model, array_formula_cells(path)), **originals}
         result = WorkbookValues(sheet_names=names)
         workbook_unknown: list[str] | None = None
         graph: FormulaGraph | None = None
@@ -77,7 +77,7 @@ class IronCalcEngine(PythonPackageEngine):
                             f"{value.code} from a formula that calls {', '.join(reached)}, which IronCalc lacks",
                         )
             result.cells[ref] = value
-        return result
+        return abstain_on_external_links(path, result)
 
 
 def _work_around_defects(model: Any, names: list[str], path: Path) -> dict[tuple[int, int, int], str]:

@@ -6,6 +6,14 @@ SUBTOTAL 110 and 111    IronCalc counts hidden rows in them
 XLOOKUP, XMATCH         IronCalc gives ``#VALUE!`` for a two-dimensional return
                         array and misses wildcard matches over computed arrays
                         (:mod:`engines.functions.lookup`)
+LOOKUP over a computed  IronCalc misses ``LOOKUP(2, 1/(condition), result)``
+array
+SUM, AVERAGE, MIN, MAX, IronCalc mishandles an array computed inside an array
+COUNT, SMALL, LARGE     formula (``AVERAGE(IF(A2:A9=x, B2:E9))``); bridged only there,
+                        over such an argument
+ISNUMBER, ISERR, ISNA,  IronCalc does not apply them element by element over an
+the other IS functions, array; bridged where an array may reach them: in an array
+N, NOT, MOD, MATCH      formula or inside SUMPRODUCT, AGGREGATE, LOOKUP, MMULT
 ======================  ===========================================================
 
 Every formula holding such a call is resolved innermost call first, all formulas at
@@ -29,6 +37,7 @@ workbook that does not settle keeps its original formulas.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -38,7 +47,7 @@ from openpyxl.utils.cell import get_column_letter, range_boundaries
 
 from engines.base import ExcelError
 from engines.functions.aggregate import Item, aggregate
-from engines.functions.lookup import NA, NotImplementedMode, xlookup, xmatch
+from engines.functions.lookup import NA, NotImplementedMode, lookup, xlookup, xmatch
 
 MAX_PASSES = 6
 MAX_ROUNDS = 20
@@ -46,7 +55,11 @@ MAX_ARRAY_CELLS = 200_000
 MAX_COLUMNS = 16_384
 MAX_ROWS = 1_048_576
 VALUE = ExcelError("#VALUE!")
-_CANDIDATE = re.compile(r"(?<![A-Za-z0-9_.])(?:_xlfn\.)?(?:aggregate|subtotal|xlookup|xmatch)\(", re.IGNORECASE)
+_CANDIDATE = re.compile(
+    r"(?<![A-Za-z0-9_.])(?:_xlfn\.)?(?:aggregate|subtotal|xlookup|xmatch|lookup|sum|average|min|max|count|small|large"
+    r"|is[a-z]+|n|not|mod|match)\(",
+    re.IGNORECASE,
+)
 _SUBTOTAL_BY_IRONCALC = re.compile(r"\s*(?:10[1-9]|[1-9]|1[01])\s*")  # IronCalc's own are right
 _REFERENCE = re.compile(
     r"^(?:(?P<sheet>'(?:[^']|'')+'|[A-Za-z0-9_.]+)!)?(?P<range>\$?[A-Z]{1,3}\$?\d*(?::\$?[A-Z]{1,3}\$?\d*)?)$"
@@ -94,15 +107,19 @@ class _Call:
         return "=" + before + text + after
 
 
-def bridge_functions(model: Any) -> dict[Cell, str]:
-    """Compute every bridged call into the model's formulas; returns each changed cell's original formula."""
+def bridge_functions(model: Any, array_cells: set[Cell] = frozenset()) -> dict[Cell, str]:
+    """Compute every bridged call into the model's formulas; returns each changed cell's original formula.
+
+    ``array_cells`` are the cells holding array formulas (:func:`engines.sheets.array_formula_cells`).
+    """
     import ironcalc
 
     originals: dict[Cell, str] = {}
     for sheet, row, column in model.get_all_cells():
         formula = model.get_cell_formula(sheet, row, column)
-        if formula and _CANDIDATE.search(formula) and _innermost((sheet, row, column), formula) is not None:
-            originals[(sheet, row, column)] = formula
+        cell = (sheet, row, column)
+        if formula and _CANDIDATE.search(formula) and _innermost(cell, formula, cell in array_cells) is not None:
+            originals[cell] = formula
     if not originals:
         return {}
     previous: dict[Cell, str] = {}
@@ -110,7 +127,7 @@ def bridge_functions(model: Any) -> dict[Cell, str]:
         copy = ironcalc.load_from_bytes(model.to_bytes())
         copy.evaluate()
         try:
-            current = _resolve_all(copy, originals)
+            current = _resolve_all(copy, originals, array_cells)
         except Exception:  # a formula IronCalc will not take, no scratch room left...: leave them to IronCalc
             current = dict(originals)
         if current == previous:
@@ -125,13 +142,14 @@ def bridge_functions(model: Any) -> dict[Cell, str]:
     return {}
 
 
-def _resolve_all(copy: Any, originals: dict[Cell, str]) -> dict[Cell, str]:
+def _resolve_all(copy: Any, originals: dict[Cell, str], array_cells: set[Cell]) -> dict[Cell, str]:
     """Every formula with its bridged calls replaced, innermost first, all formulas in step."""
     formulas = dict(originals)
     open_cells = set(formulas)
     subtotal_cells = {cell for cell, text in originals.items() if _is_subtotal(text)}
     for _ in range(MAX_ROUNDS):
-        calls = [c for c in (_innermost(cell, formulas[cell]) for cell in sorted(open_cells)) if c is not None]
+        calls = [c for c in (_innermost(cell, formulas[cell], cell in array_cells) for cell in sorted(open_cells))
+                 if c is not None]
         if not calls:
             break
         scratch = _Scratch(copy, subtotal_cells)
@@ -146,7 +164,7 @@ def _resolve_all(copy: Any, originals: dict[Cell, str]) -> dict[Cell, str]:
     return formulas
 
 
-def _innermost(cell: Cell, formula: str) -> _Call | None:
+def _innermost(cell: Cell, formula: str, in_array_formula: bool) -> _Call | None:
     """The first bridged call of the formula that holds no other bridged call."""
     try:
         tokens = Tokenizer(formula).items
@@ -161,7 +179,10 @@ def _innermost(cell: Cell, formula: str) -> _Call | None:
         if token.subtype == Token.CLOSE and stack:
             start, name, args, holds = stack.pop()
             texts = ["".join(t.value for t in arg).strip() for arg in args]
-            bridged = name in _FUNCTIONS and _FUNCTIONS[name].wanted(texts)
+            in_array = in_array_formula or any(n in _ARRAY_NATIVE for _, n, _, _ in stack)
+            if in_array:  # IronCalc marks ranges it would intersect implicitly with @: not in an array context
+                texts = [_without_intersection(t) for t in texts]
+            bridged = name in _FUNCTIONS and _FUNCTIONS[name].wanted(texts, in_array)
             if bridged and not holds:
                 return _Call(cell, name, tokens, start, index, texts)
             if stack:
@@ -307,7 +328,7 @@ class _Scratch:
 
 @dataclass(frozen=True)
 class _Function:
-    wanted: Callable[[list[str]], bool]
+    wanted: Callable[[list[str], bool], bool]  # (argument texts, in an array formula) -> bridge this call?
     compute: Callable[[list[Argument]], object]
 
 
@@ -441,12 +462,170 @@ def _xmatch(args: list[Argument]) -> object:
     return xmatch(args[0].scalar, args[1].rows, match_mode, search_mode)
 
 
+def _lookup(args: list[Argument]) -> object:
+    if not 2 <= len(args) <= 3:
+        return VALUE
+    value = args[0].scalar
+    found = lookup(value, args[1].rows, args[2].rows if len(args) == 3 else None)
+    if isinstance(found, ExcelError):
+        return found
+    position, answer = found
+    result = args[2] if len(args) == 3 else None
+    if result is not None and result.reference is not None:
+        sheet, min_row, min_col, max_row, max_col = result.reference
+        if min_col == max_col:
+            return _Slice((sheet, min_row + position, min_col, min_row + position, min_col))
+        return _Slice((sheet, min_row, min_col + position, min_row, min_col + position))
+    return answer
+
+
+def _over_array(number: int) -> Callable[[list[Argument]], object]:
+    """SUM, AVERAGE ... of one array argument (SMALL and LARGE: and k), as AGGREGATE ignoring nothing."""
+
+    def compute(args: list[Argument]) -> object:
+        items = [Item(v) for row in args[0].rows for v in row]
+        if number >= 14:
+            k = args[1].scalar
+            return k if isinstance(k, ExcelError) else aggregate(number, 4, items, k) if isinstance(k, float) else VALUE
+        return aggregate(number, 4, items)
+
+    return compute
+
+
+def _array_argument(args: list[str], in_array_formula: bool, count: int) -> bool:
+    """Inside an array formula, a call of ``count`` arguments whose first is computed (not a reference)."""
+    return in_array_formula and len(args) == count and _is_expression(args[0])
+
+
+def _elementwise(function: Callable[..., object]) -> Callable[[list[Argument]], object]:
+    """A scalar function applied element by element, arguments broadcast as Excel does
+    (a single value or a single row/column stretches; positions beyond a shorter array are #N/A)."""
+
+    def compute(args: list[Argument]) -> object:
+        grids = [a.rows for a in args]
+        height, width = max(len(g) for g in grids), max(len(g[0]) for g in grids)
+
+        def at(grid: list[list[object]], r: int, c: int) -> object:
+            r, c = (0 if len(grid) == 1 else r), (0 if len(grid[0]) == 1 else c)
+            return grid[r][c] if r < len(grid) and c < len(grid[r]) else NA
+
+        result = [[function(*(at(g, r, c) for g in grids)) for c in range(width)] for r in range(height)]
+        return result[0][0] if height == width == 1 else result
+
+    return compute
+
+
+def _mod(number: object, divisor: object) -> object:
+    for value in (number, divisor):
+        if isinstance(value, ExcelError):
+            return value
+    a, b = _number(number), _number(divisor)
+    if a is None or b is None:
+        return VALUE
+    if b == 0:
+        return ExcelError("#DIV/0!")
+    return a - b * math.floor(a / b)
+
+
+def _not(value: object) -> object:
+    if isinstance(value, ExcelError):
+        return value
+    number = _number(value)
+    return VALUE if number is None else number == 0
+
+
+def _n(value: object) -> object:
+    if isinstance(value, ExcelError):
+        return value
+    if isinstance(value, bool):
+        return 1.0 if value else 0.0
+    return float(value) if isinstance(value, (int, float)) else 0.0
+
+
+def _number(value: object) -> float | None:
+    if value is None:
+        return 0.0
+    if isinstance(value, bool):
+        return 1.0 if value else 0.0
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+def _match(args: list[Argument]) -> object:
+    """MATCH over each of an array of lookup values: exact (0, wildcards for text) and sorted (1, -1)."""
+    if not 2 <= len(args) <= 3:
+        return VALUE
+    mode = _mode(args[2] if len(args) == 3 else None, 1)
+    if mode not in (0, 1, -1):
+        return VALUE
+    table = args[1].rows
+
+    def one(value: object) -> object:
+        if isinstance(value, ExcelError):
+            return value
+        if mode == 0:
+            wildcard = isinstance(value, str) and any(ch in value for ch in "*?~")
+            return xmatch(value, table, 2 if wildcard else 0)
+        if mode == -1:
+            raise NotImplementedMode("MATCH type -1 over an array")
+        found = lookup(value, table, table)
+        return found if isinstance(found, ExcelError) else float(found[0] + 1)
+
+    return _elementwise(one)([args[0]])
+
+
+def _array_position(args: list[str], in_array: bool, positions: tuple[int, ...] = (0,)) -> bool:
+    """In an array context, a call whose scalar argument(s) may hold an array (an expression or a range)."""
+    return in_array and any(i < len(args) and (_is_expression(args[i]) or ":" in args[i]) for i in positions)
+
+
+def _without_intersection(text: str) -> str:
+    parts = re.split(r'("(?:[^"]|"")*")', text)
+    return "".join(part if index % 2 else re.sub(r"(?<![A-Za-z0-9_.])@", "", part) for index, part in enumerate(parts))
+
+
+def _is_expression(text: str) -> bool:
+    return not (_NUMBER.match(text) or _REFERENCE.match(text.replace(" ", "")) or text.startswith('"') or text == "")
+
+
+# IronCalc mishandles arrays computed inside a formula (AVERAGE(IF(range=x, range)) ...); regrade
+# evaluates such an argument as an array formula of its own, which IronCalc gets right, and
+# does the arithmetic. LOOKUP takes arrays even outside array formulas.
 _FUNCTIONS: dict[str, _Function] = {
-    "AGGREGATE": _Function(lambda args: True, _aggregate),
-    "SUBTOTAL": _Function(lambda args: not _SUBTOTAL_BY_IRONCALC.fullmatch(args[0]), _subtotal),
-    "XLOOKUP": _Function(lambda args: True, _xlookup),
-    "XMATCH": _Function(lambda args: True, _xmatch),
+    "AGGREGATE": _Function(lambda args, _: True, _aggregate),
+    "SUBTOTAL": _Function(lambda args, _: not _SUBTOTAL_BY_IRONCALC.fullmatch(args[0]), _subtotal),
+    "XLOOKUP": _Function(lambda args, _: True, _xlookup),
+    "XMATCH": _Function(lambda args, _: True, _xmatch),
+    "LOOKUP": _Function(lambda args, _: len(args) >= 2 and _is_expression(args[1]), _lookup),
+    **{name: _Function(lambda args, in_array: _array_argument(args, in_array, 1), _over_array(number))
+       for name, number in (("AVERAGE", 1), ("COUNT", 2), ("MAX", 4), ("MIN", 5), ("SUM", 9))},
+    **{name: _Function(lambda args, in_array: _array_argument(args, in_array, 2), _over_array(number))
+       for name, number in (("LARGE", 14), ("SMALL", 15))},
+    # IronCalc does not apply these element by element over an array (ISNUMBER(SEARCH(x, A2:A9))
+    # is FALSE): inside an array formula or an array-taking function, regrade does
+    **{name: _Function(lambda args, in_array: len(args) == 1 and _array_position(args, in_array), _elementwise(test))
+       for name, test in (
+           ("ISNUMBER", lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)),
+           ("ISTEXT", lambda v: isinstance(v, str)),
+           ("ISNONTEXT", lambda v: not isinstance(v, str)),
+           ("ISBLANK", lambda v: v is None),
+           ("ISLOGICAL", lambda v: isinstance(v, bool)),
+           ("ISERROR", lambda v: isinstance(v, ExcelError)),
+           ("ISERR", lambda v: isinstance(v, ExcelError) and v != NA),
+           ("ISNA", lambda v: v == NA),
+           ("N", _n),
+           ("NOT", _not),
+       )},
+    "MOD": _Function(lambda args, in_array: len(args) == 2 and _array_position(args, in_array, (0, 1)), _elementwise(_mod)),
+    "MATCH": _Function(lambda args, in_array: _array_position(args, in_array), _match),
 }
+_ARRAY_NATIVE = {"SUMPRODUCT", "AGGREGATE", "LOOKUP", "MMULT"}  # their arguments are arrays outside array formulas too
 
 
 def _is_subtotal(formula: str | None) -> bool:

@@ -35,10 +35,11 @@ from engines.base import (
     missing_file,
     EXCEL_ERROR_CODES, CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues,
 )
+from engines.cones import abstain_on_external_links
 from engines.isolation import DEFAULT_TIMEOUT_S
 from engines.readings import unknown_functions
-from engines.tools import version_output
 from engines.tables import structured_rewrites
+from engines.tools import version_output
 
 SYSTEM_PYTHON = "/usr/bin/python3"
 WORKER = Path(__file__).with_name("libreoffice_worker.py")
@@ -104,7 +105,7 @@ class LibreOfficeEngine:
             return WorkbookValues(failure=WorkbookFailure("timeout", f"LibreOffice took longer than {self.timeout_s:g} s"))
         if not reply.get("ok"):
             return WorkbookValues(failure=WorkbookFailure(reply.get("reason", "crashed"), reply.get("detail", "")))
-        return _values(reply, cells)
+        return abstain_on_external_links(path, _values(reply, cells))
 
     def _ensure_helper(self) -> subprocess.Popen:
         if self._helper is not None and self._helper.poll() is None:

@@ -19,6 +19,7 @@ from engines.base import (
     missing_file,
     EXCEL_ERROR_CODES, CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues,
 )
+from engines.cones import abstain_on_external_links
 from engines.sheets import resolve_sheet
 from engines.tools import PythonPackageEngine
 
@@ -64,7 +65,7 @@ class PycelEngine(PythonPackageEngine):
                 result.cells[ref] = CannotEvaluate("engine-error", "pycel could not recalculate the workbook")
                 continue
             result.cells[ref] = _attempt(compiler, address)
-        return result
+        return abstain_on_external_links(path, result)
 
 
 def _attempt(compiler: Any, address: str) -> CellResult:

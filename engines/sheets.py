@@ -1,6 +1,17 @@
-"""Matching a requested sheet name to a workbook's sheets."""
+"""Matching a requested sheet name to a workbook's sheets; which cells hold array formulas."""
 
 from __future__ import annotations
+
+import re
+import zipfile
+from pathlib import Path
+
+from openpyxl.utils.cell import column_index_from_string
+
+MAX_SHEET_BYTES = 64 * 1024 * 1024
+_ARRAY_CELL = re.compile(r'<c r="([A-Z]{1,3})(\d+)"[^>]*>\s*<f\b[^>]*\bt="array"')
+_SHEET = re.compile(r'<sheet\b[^>]*?\b(?:\w+:)?id="([^"]+)"')
+_RELATIONSHIP = re.compile(r'<Relationship\b(?=[^>]*\bId="(?P<id>[^"]+)")(?=[^>]*\bTarget="(?P<target>[^"]+)")[^>]*>')
 
 
 def resolve_sheet(requested: str, sheet_names: list[str]) -> str | None:
@@ -10,3 +21,37 @@ def resolve_sheet(requested: str, sheet_names: list[str]) -> str | None:
         return requested
     folded = requested.strip().casefold()
     return next((name for name in sheet_names if name.strip().casefold() == folded), None)
+
+
+def array_formula_cells(path: Path) -> set[tuple[int, int, int]]:
+    """(sheet index, row, column) of every array (CSE or dynamic) formula's anchor cell.
+
+    Read from the sheet XML (``<f t="array">``), in workbook order, which is the sheet
+    order engines use. Never raises: an unreadable file, or a sheet part over
+    ``MAX_SHEET_BYTES``, has none.
+    """
+    found: set[tuple[int, int, int]] = set()
+    try:
+        with zipfile.ZipFile(path) as archive:
+            for index, part in enumerate(_sheet_parts(archive)):
+                info = archive.getinfo(part)
+                if info.file_size > MAX_SHEET_BYTES:
+                    continue
+                xml = archive.read(part).decode("utf-8", "replace")
+                for match in _ARRAY_CELL.finditer(xml):
+                    column, row = match.group(1), int(match.group(2))
+                    found.add((index, row, column_index_from_string(column)))
+    except (zipfile.BadZipFile, KeyError, OSError, ValueError):
+        return set()
+    return found
+
+
+def _sheet_parts(archive: zipfile.ZipFile) -> list[str]:
+    workbook = archive.read("xl/workbook.xml").decode("utf-8", "replace")
+    relations = archive.read("xl/_rels/workbook.xml.rels").decode("utf-8", "replace")
+    targets = {m.group("id"): m.group("target") for m in _RELATIONSHIP.finditer(relations)}
+    parts = []
+    for sheet in _SHEET.finditer(workbook):
+        target = targets.get(sheet.group(1), "")
+        parts.append(target.lstrip("/") if target.startswith("/") else "xl/" + target)
+    return parts

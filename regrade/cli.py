@@ -324,7 +324,8 @@ def conformance_command(corpus, engine_names, limit, timeout, fmt):
     f = report.files
     click.echo(f"\n{f.examined} answer files: {f.compared} compared, {f.without_cache} without Excel's cached values, "
                f"{f.without_formulas} without formulas in answer_position, {f.unreadable} unreadable; "
-               f"{report.volatile} volatile cells (TODAY, RAND ... in their cone) left out.")
+               f"{report.volatile} volatile cells (TODAY, RAND ... in their cone) and {report.external} cells "
+               f"reading other workbooks left out.")
 
 
 def _percent(part: int, whole: int) -> float | None:

@@ -7,7 +7,8 @@ Excel's cached value under the policy's value rules. A file none of whose graded
 formulas has a cached value was not saved by Excel (openpyxl wrote it): it is
 skipped and counted. A cell whose dependency cone calls a volatile function
 (``TODAY``, ``NOW``, ``RAND`` ...) holds the value of the moment Excel computed it;
-it is left out and counted. In a file Excel saved, a formula read as empty is Excel's
+it is left out and counted, as is a cell that reads another workbook through an
+external link (Excel's value came from that workbook). In a file Excel saved, a formula read as empty is Excel's
 ``""`` (openpyxl reads it as None) and compares as empty.
 
 Per engine: cells compared, cells equal to Excel, abstentions (and their reasons). For the consensus
@@ -68,6 +69,7 @@ class ConformanceReport:
     files: FileCounts = field(default_factory=FileCounts)
     mismatches: list[dict] = field(default_factory=list)
     volatile: int = 0  # cells left out: TODAY(), RAND() ... in their cone, Excel's value is of its day
+    external: int = 0  # cells left out: they read another workbook, which the corpus does not hold
 
     def to_json(self) -> dict:
         return {
@@ -78,6 +80,7 @@ class ConformanceReport:
             "consensus": asdict(self.consensus),
             "files": asdict(self.files),
             "volatile": self.volatile,
+            "external": self.external,
             "mismatches": self.mismatches,
         }
 
@@ -113,8 +116,10 @@ def conformance(
             continue
         report.files.compared += 1
         volatile = [t for t in formulas if golden.volatile_calls(t)]
+        external = [t for t in formulas if t not in volatile and golden.reads_other_workbooks(t)]
         report.volatile += len(volatile)
-        formulas = [t for t in formulas if t not in volatile]
+        report.external += len(external)
+        formulas = [t for t in formulas if t not in volatile and t not in external]
         computed: dict[str, WorkbookValues] = {}
         for engine in engines:
             started = time.monotonic()

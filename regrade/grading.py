@@ -73,9 +73,16 @@ class Golden:
 
     def volatile_calls(self, ref: CellRef) -> set[str]:
         """The volatile functions (TODAY, RAND ...) the cell's value may depend on."""
+        return self._formula_graph().calls_in_cone([ref], VOLATILE_FUNCTIONS)
+
+    def reads_other_workbooks(self, ref: CellRef) -> bool:
+        """Whether the cell's value depends on an external link (``[1]Data!A1``)."""
+        return self._formula_graph().cone([ref]).external
+
+    def _formula_graph(self) -> FormulaGraph:
         if self._graph is None:
             self._graph = FormulaGraph(self._formulas())
-        return self._graph.calls_in_cone([ref], VOLATILE_FUNCTIONS)
+        return self._graph
 
     def _formulas(self) -> openpyxl.Workbook:
         if self._formula_book is None:

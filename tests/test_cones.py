@@ -90,3 +90,14 @@ def test_an_unreadable_file_has_no_graph(tmp_path):
     bad = tmp_path / "bad.xlsx"
     bad.write_bytes(b"not a zip")
     assert load_graph(bad) is None
+
+
+def test_references_to_other_workbooks_make_the_cone_external():
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet["A1"] = "=VLOOKUP(B1,'[1]Order Data'!$A:$B,2,FALSE)"
+    sheet["A2"] = "=A1*2"
+    sheet["A3"] = "=B1*2"
+    graph = graph_of(book)
+    assert graph.cone([("Sheet", 2, 1)]).external
+    assert not graph.cone([("Sheet", 3, 1)]).external

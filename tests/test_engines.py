@@ -144,3 +144,18 @@ def test_a_worker_prints_nothing_to_the_users_stdout_or_stderr(workbook, capfd):
     assert values.cells == {ref("A2"): 3.0}
     out, err = capfd.readouterr()
     assert (out, err) == ("", "")
+
+
+def test_a_cell_that_reads_another_workbook_is_an_abstention(workbook, tmp_path):
+    import zipfile
+
+    plain = workbook({"B1": 3, "A1": "=[1]Data!A1*2", "A2": "=A1+1", "A3": "=B1*2"})
+    linked = tmp_path / "linked.xlsx"
+    with zipfile.ZipFile(plain) as source, zipfile.ZipFile(linked, "w") as target:
+        for item in source.infolist():
+            target.writestr(item, source.read(item.filename))
+        target.writestr("xl/externalLinks/externalLink1.xml", "<externalLink/>")  # what marks a linked workbook
+    values = IronCalcEngine().evaluate(linked, [ref("A1"), ref("A2"), ref("A3")]).cells
+    external = CannotEvaluate("external-link", "the value comes from another workbook (an external link)")
+    assert values[ref("A1")] == values[ref("A2")] == external  # A2 reads A1
+    assert values[ref("A3")] == 6.0  # 3 * 2

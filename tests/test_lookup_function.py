@@ -49,3 +49,18 @@ def test_errors_and_what_is_not_computed():
         xmatch(3.0, COLUMN, search_mode=2)
     with pytest.raises(NotImplementedMode):
         xmatch(None, COLUMN)
+
+
+def test_lookup_answers_where_bisection_cannot_depend_on_the_layout():
+    from engines.functions.lookup import lookup
+
+    div0 = ExcelError("#DIV/0!")
+    # the idiom LOOKUP(2, 1/(A=x), C): 1 where A matches, #DIV/0! elsewhere: the last match wins
+    assert lookup(2.0, [[div0], [1.0], [div0], [1.0], [div0]], [["a"], ["b"], ["c"], ["d"], ["e"]]) == (3, "d")
+    # sorted numbers: the largest value not above the lookup value
+    assert lookup(25.0, [[10.0], [20.0], [30.0]], [["x"], ["y"], ["z"]]) == (1, "y")
+    assert lookup(5.0, [[10.0], [20.0]], [["x"], ["y"]]) == ExcelError("#N/A")
+    # array form: a wide array searches its first row and answers from its last
+    assert lookup("b", [["a", "b", "c"], [1.0, 2.0, 3.0]]) == (1, 2.0)
+    with pytest.raises(NotImplementedMode):
+        lookup(15.0, [[30.0], [10.0], [20.0]], [["x"], ["y"], ["z"]])  # unsorted: Excel's answer depends on bisection

@@ -33,11 +33,12 @@ def test_every_engine_gives_the_recorded_outcome_on_every_probe(matrix):
 
 
 def test_the_recorded_coverage(matrix):
-    # 156 probes: IronCalc is right on 151 (AGGREGATE and SUBTOTAL 110/111 through engines/ironcalc_bridge.py,
-    # structured references through engines/tables.py, single-cell COUNTIF through
-    # engines/ironcalc_rewrites.py), LibreOffice on 137, formulas on 105, gnumeric on 92, pycel on 73.
+    # 164 probes: IronCalc is right on 159 (AGGREGATE, SUBTOTAL 110/111, LOOKUP and functions over
+    # arrays through engines/ironcalc_bridge.py, structured references through engines/tables.py,
+    # single-cell COUNTIF through engines/ironcalc_rewrites.py), LibreOffice on 145, formulas on 110,
+    # gnumeric on 98, pycel on 76.
     right = {name: sum(o[name] == "right" for o in matrix.values()) for name in ENGINES}
-    assert right == {"ironcalc": 151, "libreoffice": 137, "gnumeric": 92, "formulas": 105, "pycel": 73}
+    assert right == {"ironcalc": 159, "libreoffice": 145, "gnumeric": 98, "formulas": 110, "pycel": 76}
     assert sorted(p for p, o in matrix.items() if "right" not in o.values()) == []  # every probe right somewhere
 
 

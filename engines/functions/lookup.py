@@ -119,3 +119,45 @@ def _wildcard(text: str) -> re.Pattern[str]:
         else:
             out.append(re.escape(char))
     return re.compile("".join(out), re.IGNORECASE | re.DOTALL)
+
+
+def lookup(value: object, vector: Grid, result: Grid | None = None) -> tuple[int, object] | ExcelError:
+    """LOOKUP's vector form (the array form when ``result`` is None): (position, value).
+
+    Excel searches by bisection, which on an unsorted vector gives answers that depend on
+    its layout. Regrade answers only where bisection's answer does not depend on it: the
+    values of the lookup value's type (errors and blanks skipped) are sorted ascending, or
+    the lookup value exceeds them all (the idiom ``LOOKUP(2, 1/(condition), result)``:
+    the last match). Anything else raises :class:`NotImplementedMode`.
+    """
+    if isinstance(value, ExcelError):
+        return value
+    if value is None:
+        raise NotImplementedMode("an empty lookup value")
+    if result is None:  # array form: search the first row or column, answer from the last
+        wide = len(vector[0]) > len(vector)
+        values = list(vector[0]) if wide else [row[0] for row in vector]
+        answers = list(vector[-1]) if wide else [row[-1] for row in vector]
+    else:
+        found = _vector(vector)
+        answers_vector = _vector(result)
+        if found is None or answers_vector is None:
+            return VALUE
+        values, answers = found[0], answers_vector[0]
+    key = _key(value)
+    typed = [(i, _key(v)) for i, v in enumerate(values) if _key(v)[0] == key[0]]
+    if not typed:
+        return NA
+    keys = [k for _, k in typed]
+    if all(k < key for k in keys):
+        position = typed[-1][0]
+    elif all(a <= b for a, b in zip(keys, keys[1:])):
+        below = [i for i, k in typed if k <= key]
+        if not below:
+            return NA
+        position = below[-1]
+    else:
+        raise NotImplementedMode("an unsorted lookup vector")
+    if position >= len(answers):
+        raise NotImplementedMode("a result vector shorter than the lookup vector")
+    return position, answers[position]
