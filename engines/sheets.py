@@ -9,7 +9,7 @@ from pathlib import Path
 from openpyxl.utils.cell import column_index_from_string
 
 MAX_SHEET_BYTES = 64 * 1024 * 1024
-_ARRAY_CELL = re.compile(r'<c r="([A-Z]{1,3})(\d+)"[^>]*>\s*<f\b[^>]*\bt="array"')
+_ARRAY_CELL = re.compile(r'<c r="([A-Z]{1,3})(\d+)"[^>]*>\s*<f\b(?=[^>]*\bt="array")(?:[^>]*\bref="([A-Z0-9:]+)")?')
 _SHEET = re.compile(r'<sheet\b[^>]*?\b(?:\w+:)?id="([^"]+)"')
 _RELATIONSHIP = re.compile(r'<Relationship\b(?=[^>]*\bId="(?P<id>[^"]+)")(?=[^>]*\bTarget="(?P<target>[^"]+)")[^>]*>')
 
@@ -30,19 +30,28 @@ def array_formula_cells(path: Path) -> set[tuple[int, int, int]]:
     order engines use. Never raises: an unreadable file, or a sheet part over
     ``MAX_SHEET_BYTES``, has none.
     """
-    found: set[tuple[int, int, int]] = set()
+    return {(sheet, row, column) for sheet, row, column, _ in _array_formulas(path)}
+
+
+def array_formula_ranges(path: Path) -> list[tuple[int, str]]:
+    """(sheet index, range such as ``D1:D3``) of every array formula, the spill range of a dynamic one."""
+    return [(sheet, area) for sheet, _, _, area in _array_formulas(path)]
+
+
+def _array_formulas(path: Path) -> list[tuple[int, int, int, str]]:
+    found: list[tuple[int, int, int, str]] = []
     try:
         with zipfile.ZipFile(path) as archive:
             for index, part in enumerate(_sheet_parts(archive)):
-                info = archive.getinfo(part)
-                if info.file_size > MAX_SHEET_BYTES:
+                if archive.getinfo(part).file_size > MAX_SHEET_BYTES:
                     continue
                 xml = archive.read(part).decode("utf-8", "replace")
                 for match in _ARRAY_CELL.finditer(xml):
                     column, row = match.group(1), int(match.group(2))
-                    found.add((index, row, column_index_from_string(column)))
+                    area = match.group(3) or f"{column}{row}"
+                    found.append((index, row, column_index_from_string(column), area))
     except (zipfile.BadZipFile, KeyError, OSError, ValueError):
-        return set()
+        return []
     return found
 
 

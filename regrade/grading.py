@@ -16,6 +16,7 @@ import openpyxl
 from engines.base import EXCEL_ERROR_CODES, CannotEvaluate, CellRef, CellResult, Engine, ExcelError, WorkbookValues
 from engines.cones import VOLATILE_FUNCTIONS, FormulaGraph, formula_text
 from engines.readings import number_value
+from engines.sheets import resolve_sheet
 from regrade.compare import Policy, SheetExtent, TargetError
 from regrade.runs import Case
 
@@ -74,6 +75,21 @@ class Golden:
     def volatile_calls(self, ref: CellRef) -> set[str]:
         """The volatile functions (TODAY, RAND ...) the cell's value may depend on."""
         return self._formula_graph().calls_in_cone([ref], VOLATILE_FUNCTIONS)
+
+    def problem(self, targets: list[CellRef]) -> str | None:
+        """Why the golden cannot judge these cells, or None.
+
+        Its graded formulas hold no cached value at all (a file openpyxl wrote, never
+        opened in Excel), or one depends on a volatile function, whose saved value is
+        of the moment the golden was saved.
+        """
+        formulas = [t for t in targets if t.sheet in self.book.sheetnames and self.is_formula(t)]
+        if formulas and all(self.value(t) is None for t in formulas):
+            return f"the golden's answer formulas ({len(formulas)}) have no cached values: it was never computed"
+        for ref in formulas:
+            if calls := self.volatile_calls(ref):
+                return f"the golden's {ref} depends on {', '.join(sorted(calls))}(): its value is of the day it was saved"
+        return None
 
     def reads_other_workbooks(self, ref: CellRef) -> bool:
         """Whether the cell's value depends on an external link (``[1]Data!A1``)."""
@@ -163,8 +179,14 @@ def grade(
             result.cells.append(CellOutcome(ref, expected, actual, values.formulas.get(ref)))
     mismatches = [c for c in result.cells if not c.abstained]
     if missing_sheets:
-        result.passed, result.reason = False, "missing-sheet"
-        result.message = f"the output has no sheet {', '.join(sorted(map(repr, missing_sheets)))}"
+        near = {name: resolve_sheet(name, values.sheet_names) for name in missing_sheets}
+        result.passed = False
+        if all(near.values()):  # an exact-name policy and a sheet named otherwise ("sheet1" for "Sheet1")
+            result.reason = "wrong-sheet"
+            result.message = "the answer is on " + ", ".join(f"{near[n]!r} (the golden says {n!r})" for n in sorted(near))
+        else:
+            result.reason = "missing-sheet"
+            result.message = f"the output has no sheet {', '.join(sorted(map(repr, missing_sheets)))}"
     elif mismatches:
         result.passed, result.reason = False, "wrong-value"
         result.message = f"{len(mismatches)} of {len(targets)} graded cells differ from the golden"

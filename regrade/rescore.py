@@ -6,14 +6,18 @@ The recomputed grade uses every given full engine through :mod:`regrade.consensu
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
-from engines.base import CellRef, CellResult, Engine
+from openpyxl.utils.cell import range_boundaries
+
+from engines.base import CellRef, CellResult, Engine, WorkbookValues
+from engines.sheets import array_formula_ranges
 from regrade.compare import Policy, TargetError
 from regrade.consensus import consensus
 from regrade.grading import Golden, GoldenError, Grade, grade, load_golden
 from regrade.runs import Case
-from regrade.verdicts import CONFIRMED_FAIL, UNEVALUABLE, cell_reason, classify
+from regrade.verdicts import CONFIRMED_FAIL, INVALID_GOLDEN, UNEVALUABLE, cell_reason, classify
 
 
 @dataclass
@@ -43,7 +47,7 @@ def rescore_case(case: Case, policy: Policy, shallow: Engine, fulls: Sequence[En
     try:
         golden = load_golden(case.answer_path)
     except GoldenError as exc:
-        return CaseResult(case, None, None, UNEVALUABLE, ["invalid-golden"], str(exc))
+        return CaseResult(case, None, None, INVALID_GOLDEN, ["invalid-golden"], str(exc))
     try:
         targets = policy.targets(case.answer_position, case.answer_sheet, golden.extents)
     except TargetError as exc:
@@ -54,6 +58,9 @@ def rescore_case(case: Case, policy: Policy, shallow: Engine, fulls: Sequence[En
         return CaseResult(case, False, False, CONFIRMED_FAIL, ["missing-output"], f"{case.output_path} does not exist")
 
     stored = shallow.evaluate(case.output_path, targets)
+    if (problem := golden.problem(targets)) is not None:
+        shallow_grade = grade(policy, targets, golden, shallow.name, stored)
+        return CaseResult(case, bool(shallow_grade.passed), None, INVALID_GOLDEN, ["invalid-golden"], problem)
     agreed = consensus(policy, stored, {e.name: e.evaluate(case.output_path, targets) for e in fulls})
     shallow_grade = grade(policy, targets, golden, shallow.name, stored)
     full_grade = grade(policy, targets, golden, "+".join(e.name for e in fulls), agreed.view, recomputed=True)
@@ -63,15 +70,26 @@ def rescore_case(case: Case, policy: Policy, shallow: Engine, fulls: Sequence[En
         full_pass = False  # no reader accepts the file: the output itself is broken
         full_grade.reason = "unreadable-output"
     verdict = classify(shallow_pass, full_pass, full_grade.reason)
-    cells = _disagreements(golden, shallow_grade, full_grade, agreed.by_engine)
+    cells = _disagreements(golden, shallow_grade, full_grade, agreed.by_engine, _spill_cells(case.output_path, stored))
     reasons = [r for r in (shallow_grade.reason, full_grade.reason) if r and r != "wrong-value"]
     reasons += [c.reason for c in cells]
     message = full_grade.message or shallow_grade.message
     return CaseResult(case, shallow_pass, full_pass, verdict, sorted(set(reasons)), message, cells)
 
 
+def _spill_cells(path: Path, stored: WorkbookValues) -> set[CellRef]:
+    """Cells of the output's array formula ranges other than their anchors."""
+    cells: set[CellRef] = set()
+    for sheet, area in array_formula_ranges(path):
+        if ":" in area and sheet < len(stored.sheet_names):
+            min_col, min_row, max_col, max_row = range_boundaries(area)
+            cells.update(CellRef(stored.sheet_names[sheet], r, c) for r in range(min_row, max_row + 1)
+                         for c in range(min_col, max_col + 1) if (r, c) != (min_row, min_col))
+    return cells
+
+
 def _disagreements(
-    golden: Golden, shallow: Grade, full: Grade, by_engine: dict[CellRef, dict[str, CellResult]]
+    golden: Golden, shallow: Grade, full: Grade, by_engine: dict[CellRef, dict[str, CellResult]], spill: set[CellRef]
 ) -> list[CellDisagreement]:
     shallow_bad = {c.ref for c in shallow.cells}
     full_outcomes = {c.ref: c.value for c in full.cells}  # holds abstentions decided while grading
@@ -80,7 +98,8 @@ def _disagreements(
         stored = shallow.values.get(ref)
         computed = full_outcomes.get(ref, full.values.get(ref))
         formula = shallow.formulas.get(ref) or full.formulas.get(ref)
-        reason = cell_reason(ref not in shallow_bad, computed, ref not in full_outcomes, stored, formula)
+        reason = cell_reason(ref not in shallow_bad, computed, ref not in full_outcomes, stored, formula,
+                             golden.value(ref), ref in spill)
         cells.append(CellDisagreement(ref, formula, golden.value(ref), stored, computed, reason, by_engine.get(ref, {})))
     return cells
 

@@ -68,6 +68,7 @@ def test_rescore_writes_provenance_then_cases_and_prints_verdict_counts(manifest
         "false-pass            1\n"
         "engines-disagree      0\n"
         "unevaluable           0\n"
+        "invalid-golden        0\n"
     )
     records = [json.loads(line) for line in out.read_text().splitlines()]
     provenance, none, community = records
@@ -126,6 +127,7 @@ def test_demo_prints_verdicts_table_and_artifact_count():
         "false-pass            2\n"
         "engines-disagree      0\n"
         "unevaluable           0\n"
+        "invalid-golden        0\n"
         "\n"
         "stack       benchmark         condition  grading   n  pass_rate_baseline  pass_rate_treatment  gains  regressions  retained  residual  net\n"
         "----------  ----------------  ---------  --------  -  ------------------  -------------------  -----  -----------  --------  --------  ---\n"

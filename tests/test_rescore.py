@@ -105,12 +105,12 @@ def test_a_numeric_cell_stored_without_a_value_stays_empty(workbook):
     # openpyxl, 0 for IronCalc. Only formula cells take the engine's value.
     path = workbook({"A1": 5, "B1": "=A1*2"})
     patch_sheet_xml(path, b"</row>", b'<c r="C1" t="n" /></row>')
-    case = Case(condition="x", task_id="t", case=1, output_path=path, answer_path=path, answer_position="A1:C1")
+    golden = workbook({"A1": 5, "B1": 10}, name="golden.xlsx")
+    case = Case(condition="x", task_id="t", case=1, output_path=path, answer_path=golden, answer_position="A1:C1")
     result = rescore_case(case, get_policy("spreadsheetbench"), CachedEngine(), [IronCalcEngine()])
-    # golden (the same file, cached): A1=5, B1=None (openpyxl wrote no cache), C1=None
     assert IronCalcEngine().evaluate(path, [case_ref("C1")]).cells[case_ref("C1")] == 0.0  # the quirk itself
     assert [(str(c.ref), c.full) for c in result.cells if c.ref.column == 3] == []  # C1 is not a disagreement
-    assert result.reasons == ["uncached-golden"]  # B1 = 10 computed, but the golden's formula has no cache
+    assert (result.verdict, result.reasons) == ("artifact", ["uncached-formula"])  # B1: no cache, computes 5 * 2
 
 
 def case_ref(coordinate):
@@ -121,11 +121,25 @@ def case_ref(coordinate):
 
 
 def test_an_uncached_golden_formula_cannot_judge_a_computed_value(workbook):
-    golden = workbook({"A1": 2, "A2": "=A1*3"}, name="golden.xlsx")  # openpyxl: A2 has no cached value
-    output = workbook({"A1": 2, "A2": "=A1*3"}, name="output.xlsx")
-    case = Case(condition="x", task_id="t", case=1, output_path=output, answer_path=golden, answer_position="A2")
+    # A2 and A3 are formulas; the golden holds Excel's cache for A3 (8) but none for A2
+    golden = workbook({"A1": 2, "A2": "=A1*3", "A3": "=A1*4"}, name="golden.xlsx")
+    patch_sheet_xml(golden, b"<f>A1*4</f><v />", b"<f>A1*4</f><v>8</v>")
+    output = workbook({"A1": 2, "A2": "=A1*3", "A3": "=A1*4"}, name="output.xlsx")
+    case = Case(condition="x", task_id="t", case=1, output_path=output, answer_path=golden, answer_position="A2:A3")
     result = rescore_case(case, get_policy("spreadsheetbench"), CachedEngine(), [IronCalcEngine()])
-    assert (result.shallow_pass, result.full_pass, result.verdict) == (True, None, "unevaluable")  # None == None passes
-    assert result.reasons == ["uncached-golden"]
-    (cell,) = result.cells
-    assert (cell.golden, cell.shallow, cell.full.reason) == (None, None, "uncached-golden")
+    assert (result.full_pass, result.verdict) == (None, "unevaluable")
+    assert "uncached-golden" in result.reasons
+    golden_a2 = [c for c in result.cells if c.ref == case_ref("A2")]
+    assert [(c.golden, c.shallow, c.full.reason) for c in golden_a2] == [(None, None, "uncached-golden")]
+
+
+def test_a_golden_that_was_never_computed_or_depends_on_today_is_invalid(workbook):
+    never = workbook({"A1": 2, "A2": "=A1*3"}, name="never.xlsx")  # openpyxl wrote it: no cache anywhere
+    dated = workbook({"A1": 2, "A2": "=TODAY()-A1"}, name="dated.xlsx")
+    patch_sheet_xml(dated, b"<f>TODAY()-A1</f><v />", b"<f>TODAY()-A1</f><v>45000</v>")
+    output = workbook({"A1": 2, "A2": 6}, name="output.xlsx")
+    for golden, says in ((never, "no cached values"), (dated, "depends on TODAY()")):
+        case = Case(condition="x", task_id="t", case=1, output_path=output, answer_path=golden, answer_position="A2")
+        result = rescore_case(case, get_policy("spreadsheetbench"), CachedEngine(), [IronCalcEngine()])
+        assert (result.verdict, result.full_pass, result.reasons) == ("invalid-golden", None, ["invalid-golden"])
+        assert says in result.message
