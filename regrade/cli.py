@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 import tempfile
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Callable
@@ -23,8 +25,8 @@ from regrade.probes import MATRIX, OUTCOMES, load_matrix, run_pack
 from regrade.probes import scores as probe_scores
 from regrade.provenance import provenance
 from regrade.report import FORMATS, render
-from regrade.rescore import CaseResult, rescore
-from regrade.results import ResultsError, case_record, json_value, read_results, write_jsonl
+from regrade.results import ResultsError, json_value, read_results, write_jsonl
+from regrade.runner import SHALLOW_ENGINES, RescoreSettings, ResultCache, default_cache_dir, rescore_run
 from regrade.runs import Case, RunError, manifest_cases, spreadsheetbench_cases
 from regrade.verdicts import ARTIFACT, VERDICTS
 
@@ -77,12 +79,30 @@ def load_cases(dataset: Path | None, conditions: tuple[str, ...], stack: str, be
     return spreadsheetbench_cases(dataset, parsed, stack=stack, benchmark=benchmark)
 
 
-def progress(total: int) -> Callable[[int, CaseResult], None]:
-    def report(number: int, result: CaseResult) -> None:
-        case = result.case
-        click.echo(f"[{number}/{total}] {case.condition} task {case.task_id} case {case.case}: {result.verdict}", err=True)
+class Progress:
+    """Progress on stderr: a bar with counts and ETA on a terminal, plain lines otherwise."""
 
-    return report
+    def __init__(self, total: int):
+        self.total, self.done, self.cached = total, 0, 0
+        self.started = time.monotonic()
+        self.tty = sys.stderr.isatty()
+
+    def __call__(self, index: int, record: dict, cached: bool) -> None:
+        self.done += 1
+        self.cached += cached
+        if not self.tty:
+            source = " (cached)" if cached else ""
+            click.echo(f"[{self.done}/{self.total}] {record['condition']} task {record['task_id']} "
+                       f"case {record['case']}: {record['verdict']}{source}", err=True)
+            return
+        elapsed = time.monotonic() - self.started
+        computed = self.done - self.cached
+        left = self.total - self.done
+        eta = elapsed / computed * left if computed else 0.0
+        filled = int(30 * self.done / max(self.total, 1))
+        bar = "#" * filled + "." * (30 - filled)
+        click.echo(f"\r[{bar}] {self.done}/{self.total} cases ({self.cached} cached), ETA {eta:.0f} s ", err=True,
+                   nl=self.done == self.total)
 
 
 @click.group()
@@ -146,12 +166,31 @@ def _json_line(record: dict) -> str:
     return json.dumps(record, ensure_ascii=False, default=str)
 
 
+def scale_options(command: Callable) -> Callable:
+    """How a run is carried out: the value-only view, workers and the results cache."""
+    options = [
+        click.option("--shallow", type=click.Choice(SHALLOW_ENGINES), default="cached", show_default=True,
+                     help="How the value-only grade is made: the values cached in the file (the official grader), "
+                          "or after a recalculation by gnumeric (ssconvert --recalc) or LibreOffice."),
+        click.option("--workers", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default="CPU count",
+                     help="Worker processes; each opens its own engines."),
+        click.option("--cache-dir", type=click.Path(path_type=Path, file_okay=False), default=None,
+                     help=f"Where finished gradings are kept by content hash [default: {default_cache_dir()}]."),
+        click.option("--no-cache", is_flag=True, help="Neither read nor write the results cache."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
 @main.command("rescore")
 @run_options
 @click.option("--engines", "engine_names", metavar="NAMES", help=f"Comma-separated full engines for the consensus ({', '.join(FULL_ENGINES)}). Default: ironcalc and libreoffice (the most faithful; see README).")
+@scale_options
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), required=True, help="Results file (JSON Lines) to write.")
 @library_errors
-def rescore_command(dataset, conditions, stack, benchmark, manifest, policy, timeout, engine_names, output):
+def rescore_command(dataset, conditions, stack, benchmark, manifest, policy, timeout, engine_names, shallow, workers,
+                    cache_dir, no_cache, output):
     """Grade every case value-only and with a full engine, and classify it.
 
     Verdicts: confirmed-pass, confirmed-fail, artifact (the value-only grade failed a
@@ -162,15 +201,23 @@ def rescore_command(dataset, conditions, stack, benchmark, manifest, policy, tim
     results file starts with a provenance record (versions, settings, sha256 of every
     input file); stdout gets the count of each verdict.
 
+    Cases run in a pool of --workers processes; every engine runs each workbook
+    under a time limit (--timeout) and a memory limit, so a crash or hang makes that
+    case unevaluable and the run goes on. Finished gradings are cached by content
+    hash: a second run is near-instant, and a run killed at any point resumes where
+    it stopped when started again with the same arguments. The results file is
+    written once, complete; progress goes to stderr.
+
     \b
     Example:
       regrade rescore --dataset DATA --condition none=OUT_NONE \\
           --condition skills=OUT_SKILLS -o results.jsonl
     """
     cases = load_cases(dataset, conditions, stack, benchmark, manifest)
-    results = run_rescore(cases, policy, chosen_engines(engine_names), timeout, output, {"command": "rescore"},
-                          run_files(dataset, manifest))
-    click.echo(render(["verdict", "cases"], verdict_counts(results), "table"))
+    settings = RescoreSettings(policy, shallow, tuple(chosen_engines(engine_names)), timeout)
+    records = run_rescore(cases, settings, workers, None if no_cache else ResultCache(cache_dir or default_cache_dir()),
+                          output, {"command": "rescore"}, run_files(dataset, manifest))
+    click.echo(render(["verdict", "cases"], verdict_counts(records), "table"))
 
 
 def run_files(dataset: Path | None, manifest: Path | None) -> list[Path]:
@@ -195,26 +242,28 @@ def chosen_engines(names: str | None) -> list[str]:
     return chosen
 
 
-def run_rescore(
-    cases: list[Case], policy: str, engines: list[str], timeout: float, output: Path, settings: dict, described_by: list[Path]
-) -> list[CaseResult]:
-    chosen = get_policy(policy)
-    shallow = open_engine("cached", timeout)
-    fulls = [open_engine(name, timeout) for name in engines]
-    results = list(rescore(cases, chosen, shallow, fulls, on_result=progress(len(cases))))
+def run_rescore(cases: list[Case], settings: RescoreSettings, workers: int, cache: ResultCache | None, output: Path,
+                command: dict, described_by: list[Path]) -> list[dict]:
+    """Rescore, write the results file (provenance first) and return the case records."""
+    partial = output.parent / f".{output.name}.partial"
+    output.parent.mkdir(parents=True, exist_ok=True)
+    partial.unlink(missing_ok=True)
+    records = rescore_run(cases, settings, workers, cache, Progress(len(cases)), partial)
     inputs = [*described_by, *(p for c in cases for p in (c.output_path, c.answer_path))]
     record = provenance(
-        {**settings, "policy": chosen.name, "shallow": shallow.name, "full": engines, "timeout_s": timeout},
-        {e.name: e.version() for e in (shallow, *fulls)},
+        {**command, "policy": settings.policy, "shallow": settings.shallow, "full": list(settings.engines),
+         "timeout_s": settings.timeout_s, "workers": workers, "cache": str(cache.directory) if cache else None},
+        {name: open_engine(name).version() for name in (settings.shallow, *settings.engines)},
         inputs,
     )
-    write_jsonl(output, [record, *(case_record(r) for r in results)])
-    click.echo(f"wrote {len(results)} cases to {output}", err=True)
-    return results
+    write_jsonl(output, [record, *records])
+    partial.unlink(missing_ok=True)
+    click.echo(f"wrote {len(records)} cases to {output}", err=True)
+    return records
 
 
-def verdict_counts(results: list[CaseResult]) -> list[dict]:
-    counts = Counter(r.verdict for r in results)
+def verdict_counts(records: list[dict]) -> list[dict]:
+    counts = Counter(r["verdict"] for r in records)
     return [{"verdict": v, "cases": counts.get(v, 0)} for v in VERDICTS]
 
 
@@ -269,17 +318,17 @@ def demo_command(run_dir, output, engine_names):
     """
     conditions = demo_run.conditions(run_dir)
     cases = spreadsheetbench_cases(run_dir / "dataset", conditions, stack="demo-agent", benchmark="spreadsheetbench")
+    settings = RescoreSettings("spreadsheetbench", "cached", tuple(chosen_engines(engine_names)), DEFAULT_TIMEOUT_S)
     with tempfile.TemporaryDirectory() as scratch:
         target = output or Path(scratch) / "results.jsonl"
-        results = run_rescore(cases, "spreadsheetbench", chosen_engines(engine_names), DEFAULT_TIMEOUT_S, target,
-                              {"command": "demo"}, run_files(run_dir / "dataset", None))
-        _, records = read_results(target)
-    click.echo(render(["verdict", "cases"], verdict_counts(results), "table"))
+        records = run_rescore(cases, settings, os.cpu_count() or 1, None, target, {"command": "demo"},
+                              run_files(run_dir / "dataset", None))
+    click.echo(render(["verdict", "cases"], verdict_counts(records), "table"))
     click.echo("")
     rows = [_comparison_row(c) for c in paired_table(records, "none")]
     click.echo(render(TABLE_COLUMNS, rows, "table"))
-    failures = [r for r in results if r.shallow_pass is False]
-    artifacts = [r for r in results if r.verdict == ARTIFACT]
+    failures = [r for r in records if r["shallow_pass"] is False]
+    artifacts = [r for r in records if r["verdict"] == ARTIFACT]
     click.echo("")
     click.echo(f"{len(artifacts)} of {len(failures)} value-only failures were grader artifacts (correct when recomputed).")
 

@@ -32,7 +32,7 @@ def sha256_file(path: Path) -> str | None:
     return digest.hexdigest()
 
 
-def _git_revision() -> str | None:
+def git_revision() -> str | None:
     try:
         out = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent, capture_output=True, text=True, timeout=5
@@ -47,7 +47,7 @@ def provenance(settings: dict, engines: dict[str, str], inputs: Iterable[Path]) 
         "record": "provenance",
         "format_version": FORMAT_VERSION,
         "regrade_version": regrade_version(),
-        "git_revision": _git_revision(),
+        "git_revision": git_revision(),
         "python": platform.python_version(),
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "settings": settings,

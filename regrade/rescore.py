@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Sequence
 
 from openpyxl.utils.cell import range_boundaries
 
@@ -102,17 +102,3 @@ def _disagreements(
                              golden.value(ref), ref in spill)
         cells.append(CellDisagreement(ref, formula, golden.value(ref), stored, computed, reason, by_engine.get(ref, {})))
     return cells
-
-
-def rescore(
-    cases: Iterable[Case],
-    policy: Policy,
-    shallow: Engine,
-    fulls: Sequence[Engine],
-    on_result: Callable[[int, CaseResult], None] | None = None,
-) -> Iterator[CaseResult]:
-    for number, case in enumerate(cases, start=1):
-        result = rescore_case(case, policy, shallow, fulls)
-        if on_result is not None:
-            on_result(number, result)
-        yield result

@@ -16,6 +16,7 @@ from typing import Iterable
 
 from engines.base import CannotEvaluate, CellResult, ExcelError
 from regrade.rescore import CaseResult
+from regrade.runs import Case
 
 
 class ResultsError(Exception):
@@ -37,8 +38,8 @@ def json_value(value: CellResult | object) -> object:
     return value
 
 
-def case_record(result: CaseResult) -> dict:
-    case = result.case
+def case_fields(case: Case) -> dict:
+    """What identifies a case in a results record."""
     return {
         "record": "case",
         "stack": case.stack,
@@ -50,6 +51,12 @@ def case_record(result: CaseResult) -> dict:
         "output_path": str(case.output_path),
         "answer_path": str(case.answer_path),
         "original_pass": case.original_pass,
+    }
+
+
+def grading_fields(result: CaseResult) -> dict:
+    """How a case was graded: what the results cache keeps (it depends on content, not on names)."""
+    return {
         "shallow_pass": result.shallow_pass,
         "full_pass": result.full_pass,
         "verdict": result.verdict,

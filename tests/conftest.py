@@ -38,3 +38,9 @@ def require_engines(*names: str) -> None:
     if os.environ.get("CI"):
         pytest.fail(f"CI must have every engine: {message}")
     pytest.skip(message)
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path, monkeypatch):
+    """Every test gets its own results cache: none reads or fills the user's."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))

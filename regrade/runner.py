@@ -1,0 +1,173 @@
+"""Rescoring a whole run: a pool of workers, a results cache, and nothing lost.
+
+- Each worker process opens its engines once (a LibreOffice per worker) and rescores
+  cases; every engine still runs each workbook under its own time and memory limit
+  (:mod:`engines.isolation`), so a crash or a hang makes that case ``unevaluable``
+  and the run goes on.
+- A case's grading is cached under the content hash of what decides it: the output's
+  and the golden's bytes, the answer position and sheet, the policy, the shallow and
+  full engines with their versions, and regrade's version. A second run, or a run
+  restarted after being killed, takes every finished case from the cache.
+- Records are appended to a hidden ``.partial`` file as cases finish; the results
+  file itself is written once, complete and in case order (see :mod:`regrade.results`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing
+import os
+import tempfile
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+from engines.registry import open_engine
+from regrade.compare import get_policy
+from regrade.provenance import git_revision, regrade_version, sha256_file
+from regrade.rescore import rescore_case
+from regrade.results import case_fields, grading_fields
+from regrade.runs import Case
+
+CACHE_FORMAT = 1
+SHALLOW_ENGINES = ("cached", "gnumeric", "libreoffice")  # how a value-only grader may have read the values
+
+
+@dataclass(frozen=True)
+class RescoreSettings:
+    policy: str
+    shallow: str
+    engines: tuple[str, ...]
+    timeout_s: float
+
+
+def default_cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/regrade`` (``~/.cache/regrade``)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "regrade"
+
+
+class ResultCache:
+    """Gradings by content hash, one small JSON file each, written atomically."""
+
+    def __init__(self, directory: Path):
+        self.directory = directory
+
+    def _path(self, key: str) -> Path:
+        return self.directory / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> dict | None:
+        try:
+            return json.loads(self._path(key).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+
+    def put(self, key: str, grading: dict) -> None:
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, delete=False, suffix=".tmp") as handle:
+            json.dump(grading, handle, ensure_ascii=False, default=str)
+        os.replace(handle.name, path)
+
+
+def cache_key(case: Case, settings: RescoreSettings, versions: dict[str, str]) -> str:
+    """The content hash of everything that decides a case's grading (``versions``: the
+    engines' and regrade's own, see :func:`code_versions`)."""
+    content = {
+        "format": CACHE_FORMAT,
+        "output": sha256_file(case.output_path),  # None when missing: the grading says so, and is cached as such
+        "golden": sha256_file(case.answer_path),
+        "answer_position": case.answer_position,
+        "answer_sheet": case.answer_sheet,
+        "settings": asdict(settings),
+        "versions": versions,
+    }
+    return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
+
+
+def code_versions(settings: RescoreSettings) -> dict[str, str]:
+    """regrade's version and git revision (a code change is a new grader) and each engine's version."""
+    engines = {name: open_engine(name).version() for name in (settings.shallow, *settings.engines)}
+    return {"regrade": regrade_version(), "git": git_revision() or "", **engines}
+
+
+def rescore_run(
+    cases: list[Case],
+    settings: RescoreSettings,
+    workers: int = 1,
+    cache: ResultCache | None = None,
+    on_record: Callable[[int, dict, bool], None] | None = None,
+    partial: Path | None = None,
+) -> list[dict]:
+    """Every case's result record, in case order.
+
+    ``on_record(index, record, cached)`` is called as each case finishes; ``partial``,
+    when given, gets each record appended as it finishes.
+    """
+    versions = code_versions(settings)
+    records: list[dict | None] = [None] * len(cases)
+    keys = [cache_key(case, settings, versions) if cache is not None and case.output_path.is_file() else ""
+            for case in cases]  # a missing output is graded afresh: its message names its path
+    sink = partial.open("a", encoding="utf-8") if partial is not None else None
+
+    def finish(index: int, grading: dict, cached: bool) -> None:
+        record = {**case_fields(cases[index]), **grading}
+        records[index] = record
+        if cache is not None and keys[index] and not cached:
+            cache.put(keys[index], grading)
+        if sink is not None:
+            sink.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+            sink.flush()
+        if on_record is not None:
+            on_record(index, record, cached)
+
+    try:
+        todo = []
+        for index in range(len(cases)):
+            hit = cache.get(keys[index]) if cache is not None and keys[index] else None
+            if hit is not None:
+                finish(index, hit, True)
+            else:
+                todo.append(index)
+        if workers <= 1 or len(todo) <= 1:
+            _open_worker_engines(settings)
+            for index in todo:
+                finish(index, _grade(cases[index]), False)
+        else:
+            _in_pool(cases, todo, settings, workers, finish)
+    finally:
+        if sink is not None:
+            sink.close()
+    return [r for r in records if r is not None]
+
+
+def _in_pool(cases: list[Case], todo: Iterable[int], settings: RescoreSettings, workers: int,
+             finish: Callable[[int, dict, bool], None]) -> None:
+    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=_open_worker_engines, initargs=(settings,)) as pool:
+        running: dict[Future, int] = {}
+        queue = list(todo)
+        while queue or running:
+            while queue and len(running) < workers * 2:  # a short queue: results come back as they finish
+                index = queue.pop(0)
+                running[pool.submit(_grade, cases[index])] = index
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                finish(running.pop(future), future.result(), False)
+
+
+_WORKER: dict = {}
+
+
+def _open_worker_engines(settings: RescoreSettings) -> None:
+    """Each worker opens its engines once; every workbook still runs under their limits."""
+    _WORKER["policy"] = get_policy(settings.policy)
+    _WORKER["shallow"] = open_engine(settings.shallow, settings.timeout_s)
+    _WORKER["fulls"] = [open_engine(name, settings.timeout_s) for name in settings.engines]
+
+
+def _grade(case: Case) -> dict:
+    result = rescore_case(case, _WORKER["policy"], _WORKER["shallow"], _WORKER["fulls"])
+    return grading_fields(result)

@@ -1,0 +1,69 @@
+"""Rescoring a whole run: worker pool, results cache, resume."""
+
+import json
+
+from regrade import demo
+from regrade.runner import RescoreSettings, ResultCache, rescore_run
+from regrade.runs import spreadsheetbench_cases
+from tests.conftest import DEMO
+
+SETTINGS = RescoreSettings("spreadsheetbench", "cached", ("ironcalc",), 60.0)
+
+
+def demo_cases():
+    return spreadsheetbench_cases(DEMO / "dataset", demo.conditions(DEMO), stack="demo-agent")
+
+
+def expected_verdicts() -> dict[str, str]:
+    # fixtures/demo-run/expected.json: the verdict of every output, worked out by hand (IronCalc
+    # cannot compute the AGGREGATE outputs without the bridge; with it, it can)
+    return {f"{condition}/{name}": verdict
+            for condition, files in json.loads((DEMO / "expected.json").read_text()).items()
+            for name, verdict in files.items()}
+
+
+def test_a_pool_gives_the_same_records_in_case_order_as_one_process(tmp_path):
+    cases = demo_cases()
+    alone = rescore_run(cases, SETTINGS, workers=1)
+    pooled = rescore_run(cases, SETTINGS, workers=2)
+    assert pooled == alone
+    assert [(r["condition"], r["task_id"], r["case"]) for r in pooled] == [(c.condition, c.task_id, c.case) for c in cases]
+    verdicts = {f"{r['condition']}/{r['output_path'].rsplit('/', 1)[1]}": r["verdict"] for r in pooled}
+    assert verdicts == expected_verdicts()
+
+
+def test_a_second_run_takes_every_case_from_the_cache(tmp_path):
+    cases = demo_cases()
+    cache = ResultCache(tmp_path / "cache")
+    seen: list[bool] = []
+    first = rescore_run(cases, SETTINGS, cache=cache, on_record=lambda i, r, cached: seen.append(cached))
+    assert not any(seen)
+    seen.clear()
+    second = rescore_run(cases, SETTINGS, cache=cache, on_record=lambda i, r, cached: seen.append(cached))
+    assert all(seen) and len(seen) == len(cases)
+    assert second == first
+
+
+def test_an_interrupted_run_resumes_from_what_it_finished(tmp_path):
+    cases = demo_cases()
+    cache = ResultCache(tmp_path / "cache")
+    rescore_run(cases[:7], SETTINGS, cache=cache)  # as if killed after seven cases
+    seen: list[bool] = []
+    partial = tmp_path / ".results.partial"
+    resumed = rescore_run(cases, SETTINGS, cache=cache, on_record=lambda i, r, cached: seen.append(cached), partial=partial)
+    assert seen.count(True) == 7
+    assert resumed == rescore_run(cases, SETTINGS)  # the same as an uninterrupted run without a cache
+    assert len(partial.read_text().splitlines()) == len(cases)  # every record was appended as it finished
+
+
+def test_the_key_changes_with_the_output_bytes(tmp_path, workbook):
+    from regrade.runner import cache_key
+    from regrade.runs import Case
+
+    golden = workbook({"A1": 1}, name="golden.xlsx")
+    output = workbook({"A1": 1}, name="output.xlsx")
+    case = Case(condition="x", task_id="t", case=1, output_path=output, answer_path=golden, answer_position="A1")
+    before = cache_key(case, SETTINGS, {"ironcalc": "0.9.1"})
+    workbook({"A1": 2}, name="output.xlsx")
+    assert cache_key(case, SETTINGS, {"ironcalc": "0.9.1"}) != before
+    assert cache_key(case, SETTINGS, {"ironcalc": "0.9.2"}) != cache_key(case, SETTINGS, {"ironcalc": "0.9.1"})
