@@ -19,6 +19,7 @@ reads a cached value, so the comparison policy sees both alike.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -30,6 +31,10 @@ from engines.readings import number_value, unknown_functions
 from engines.sheets import array_formula_cells, resolve_sheet
 from engines.tables import structured_rewrites
 from engines.tools import PythonPackageEngine
+
+
+# The bridge re-evaluates the workbook several times: past this, only what IronCalc lacks is bridged
+SLOW_EVALUATION_S = 3.0
 
 
 class IronCalcEngine(PythonPackageEngine):
@@ -44,12 +49,14 @@ class IronCalcEngine(PythonPackageEngine):
             return missing
         try:
             model = ironcalc.load_from_xlsx(str(path))
+            started = time.monotonic()
             model.evaluate()
+            slow = time.monotonic() - started > SLOW_EVALUATION_S
         except Exception as exc:  # WorkbookError and friends; a panic is handled by the worker
             return WorkbookValues(failure=WorkbookFailure("load-failed", f"IronCalc cannot load it: {exc}"))
         names = [p["name"] for p in model.get_worksheets_properties()]
         originals = _work_around_defects(model, names, path)
-        originals = {**bridge_functions(model, array_formula_cells(path)), **originals}
+        originals = {**bridge_functions(model, array_formula_cells(path), only_missing=slow), **originals}
         result = WorkbookValues(sheet_names=names)
         workbook_unknown: list[str] | None = None
         graph: FormulaGraph | None = None

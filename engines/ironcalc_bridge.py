@@ -107,10 +107,13 @@ class _Call:
         return "=" + before + text + after
 
 
-def bridge_functions(model: Any, array_cells: set[Cell] = frozenset()) -> dict[Cell, str]:
+def bridge_functions(model: Any, array_cells: set[Cell] = frozenset(), only_missing: bool = False) -> dict[Cell, str]:
     """Compute every bridged call into the model's formulas; returns each changed cell's original formula.
 
     ``array_cells`` are the cells holding array formulas (:func:`engines.sheets.array_formula_cells`).
+    With ``only_missing``, only the functions IronCalc lacks are bridged, not those it gets
+    wrong in places (for workbooks so slow to evaluate that the bridge's extra evaluations
+    would not fit in the time limit).
     """
     import ironcalc
 
@@ -118,8 +121,10 @@ def bridge_functions(model: Any, array_cells: set[Cell] = frozenset()) -> dict[C
     for sheet, row, column in model.get_all_cells():
         formula = model.get_cell_formula(sheet, row, column)
         cell = (sheet, row, column)
-        if formula and _CANDIDATE.search(formula) and _innermost(cell, formula, cell in array_cells) is not None:
-            originals[cell] = formula
+        if formula and _CANDIDATE.search(formula):
+            call = _innermost(cell, formula, cell in array_cells)
+            if call is not None and (not only_missing or _holds_missing(formula)):
+                originals[cell] = formula
     if not originals:
         return {}
     previous: dict[Cell, str] = {}
@@ -162,6 +167,10 @@ def _resolve_all(copy: Any, originals: dict[Cell, str], array_cells: set[Cell]) 
                 formulas[call.cell] = call.replaced(result)
                 open_cells.add(call.cell)
     return formulas
+
+
+def _holds_missing(formula: str) -> bool:
+    return re.search(r"(?<![A-Za-z0-9_.])(?:_xlfn\.)?aggregate\(", formula, re.IGNORECASE) is not None
 
 
 def _innermost(cell: Cell, formula: str, in_array_formula: bool) -> _Call | None:

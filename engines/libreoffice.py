@@ -151,6 +151,9 @@ class LibreOfficeEngine:
             self._profile = None
 
 
+_STORED_BOOLEANS = ("=TRUE()", "=FALSE()")
+
+
 def _values(reply: dict, cells: Sequence[CellRef]) -> WorkbookValues:
     sheets = reply["sheets"]
     result = WorkbookValues(sheet_names=sheets)
@@ -158,6 +161,8 @@ def _values(reply: dict, cells: Sequence[CellRef]) -> WorkbookValues:
         if reading is None:  # no such sheet
             continue
         kind, raw, number_format, formula = reading
+        if formula in _STORED_BOOLEANS:  # LibreOffice loads a stored TRUE as the formula =TRUE()
+            formula = None
         if formula:
             result.formulas[ref] = formula
         result.cells[ref] = _cell_value(kind, raw, number_format, formula)

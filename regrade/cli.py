@@ -17,6 +17,7 @@ import click
 from engines.isolation import DEFAULT_TIMEOUT_S
 from engines.registry import ENGINES, FULL_ENGINES, default_full_engines, get_engine, open_engine
 from regrade import demo as demo_run
+from regrade import diff
 from regrade.compare import POLICIES, get_policy
 from regrade.conformance import conformance, percentile
 from regrade.grading import grade_case
@@ -296,6 +297,39 @@ def table_command(results, baseline, fmt):
 
 def _comparison_row(comparison) -> dict:
     return {**comparison.__dict__, "net": comparison.net}
+
+
+@main.command("diff")
+@click.argument("results", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--cells", "show_cells", is_flag=True, help="List every differing cell: case, cell, formula, shallow value, "
+              "each engine's value, golden value and reason.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@library_errors
+def diff_command(results, show_cells, fmt):
+    """Shallow (value-only) against full grading, from a rescore results file.
+
+    Per (stack, benchmark, condition) and overall: of the value-only failures whose
+    answer cells hold formulas, how many were already correct (artifact), genuinely
+    wrong, unevaluable, split the engines, or had a golden that cannot judge; and
+    how many value-only passes were wrong (false-pass). --cells lists every cell on
+    which the grades differ with its reason (uncached-formula, stale-cache,
+    unsupported-in-recalc, type-mismatch, rounding, date-serial,
+    spill-not-materialised, wrong-sheet, ...).
+
+    \b
+    Example:
+      regrade diff results.jsonl --cells --format csv > cells.csv
+    """
+    provenance_record, records = read_results(results)
+    rows = diff.differing_cells(records) if show_cells else diff.summary(records)
+    columns = diff.CELL_COLUMNS if show_cells else diff.SUMMARY_COLUMNS
+    meta = {"provenance": provenance_record} if fmt == "json" and provenance_record else None
+    click.echo(render(columns, rows, fmt, meta))
+    if fmt == "table" and not show_cells:
+        click.echo("")
+        for row in rows:
+            label = "overall" if row["condition"] == diff.ALL else f"{row['stack']} / {row['benchmark']} / {row['condition']}"
+            click.echo(f"{label}: {diff.sentence(row)}")
 
 
 @main.command("demo")

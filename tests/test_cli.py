@@ -183,3 +183,18 @@ def test_results_file_gets_ordinary_permissions(manifest, tmp_path):
     os.umask(mask)
     assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~mask
     assert not list(tmp_path.glob("*.partial"))  # nothing left behind
+
+
+def test_diff_prints_the_summary_and_every_differing_cell(tmp_path):
+    results = tmp_path / "demo.jsonl"
+    assert invoke("demo", "--engines", "ironcalc", "-o", results).exit_code == 0
+    summary = invoke("diff", results)
+    assert summary.exit_code == 0, summary.output
+    assert ("overall: Of 24 formula-bearing failures (33 failures in 45 cases), 18 were already correct, "
+            "6 genuinely wrong, 0 unevaluable") in summary.stdout
+    cells = invoke("diff", results, "--cells", "--format", "csv")
+    assert cells.exit_code == 0, cells.output
+    header, *rows = cells.stdout.splitlines()
+    assert header == "stack,benchmark,condition,task_id,case,cell,formula,shallow,engines,golden,reason"
+    assert "demo-agent,spreadsheetbench,anthropic,32293,1,Sheet1!B14,\"=_xlfn.XLOOKUP(A14,$A$1:$A$4,$B$1:$B$4)\",,ironcalc=0.56,0.56,uncached-formula" in rows
+    assert invoke("diff", tmp_path / "missing.jsonl").exit_code == 1

@@ -84,3 +84,18 @@ def test_python_engines_recompute_instead_of_echoing_the_cache(name):
     require_engines(name)
     values = open_engine(name).evaluate(STALE, F).cells
     assert [values[c] for c in F] == [0, 2, 3, 7, 9]
+
+
+def test_a_gnumeric_shallow_grade_fails_aggregate_as_unsupported_in_recalc(workbook):
+    require_engines("gnumeric")
+    from engines.ironcalc_ import IronCalcEngine
+    from regrade.rescore import rescore_case
+    from regrade.runs import Case
+
+    # AGGREGATE(9,6,...) sums A1:A3 ignoring the error: 1 + 4 = 5
+    output = workbook({"A1": 1, "A2": "=1/0", "A3": 4, "B1": "=_xlfn.AGGREGATE(9,6,A1:A3)"}, name="output.xlsx")
+    golden = workbook({"B1": 5}, name="golden.xlsx")
+    case = Case(condition="x", task_id="t", case=1, output_path=output, answer_path=golden, answer_position="B1")
+    result = rescore_case(case, get_policy("spreadsheetbench"), GnumericEngine(), [IronCalcEngine()])
+    assert (result.shallow_pass, result.full_pass, result.verdict) == (False, True, "artifact")
+    assert [c.reason for c in result.cells] == ["unsupported-in-recalc"]

@@ -67,3 +67,21 @@ def test_the_key_changes_with_the_output_bytes(tmp_path, workbook):
     workbook({"A1": 2}, name="output.xlsx")
     assert cache_key(case, SETTINGS, {"ironcalc": "0.9.1"}) != before
     assert cache_key(case, SETTINGS, {"ironcalc": "0.9.2"}) != cache_key(case, SETTINGS, {"ironcalc": "0.9.1"})
+
+
+def test_diff_summarises_the_demo_as_the_study_does():
+    from regrade.diff import differing_cells, summary
+
+    records = rescore_run(demo_cases(), SETTINGS)
+    overall = summary(records)[-1]
+    verdicts = list(expected_verdicts().values())
+    assert overall["condition"] == "(all)" and overall["cases"] == 45
+    assert overall["failures"] == 33  # value-only failures (see fixtures/demo-run/expected.json)
+    assert overall["already_correct"] == verdicts.count("artifact") == 18
+    assert overall["false_pass"] == verdicts.count("false-pass") == 2
+    parts = ("already_correct", "genuinely_wrong", "unevaluable", "engines_disagree", "invalid_golden")
+    assert sum(overall[p] for p in parts) == overall["formula_failures"]
+    # anthropic's 32293 case 1: =XLOOKUP(...) written by openpyxl, Excel's answer 0.56 at B14
+    (b14,) = [c for c in differing_cells(records)
+              if (c["condition"], c["task_id"], c["case"], c["cell"]) == ("anthropic", "32293", 1, "Sheet1!B14")]
+    assert (b14["shallow"], b14["golden"], b14["reason"], b14["engines"]) == (None, 0.56, "uncached-formula", "ironcalc=0.56")
