@@ -131,11 +131,11 @@ def rescore_run(
                 finish(index, hit, True)
             else:
                 todo.append(index)
-        if workers <= 1 or len(todo) <= 1:
+        if todo and (workers <= 1 or len(todo) == 1):
             _open_worker_engines(settings)
             for index in todo:
                 finish(index, _grade(cases[index]), False)
-        else:
+        elif todo:
             _in_pool(cases, todo, settings, workers, finish)
     finally:
         if sink is not None:

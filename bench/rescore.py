@@ -1,0 +1,161 @@
+"""Benchmark: regrade rescore against the per-file LibreOffice pipeline SpreadsheetBench documents.
+
+    python3 bench/rescore.py [--corpus DIR] [--n N] [--workers W]
+
+Takes the first N answer files of a SpreadsheetBench-layout corpus (default: 200 of
+../shared/spreadsheetbench) and grades each as if it were an agent's output, three
+ways, side by side:
+
+(a) per file, ``soffice --headless --convert-to xlsx`` (a fresh LibreOffice each
+    time, a private profile), then openpyxl ``data_only=True`` and SpreadsheetBench's
+    value rules against the golden;
+(b) ``regrade rescore`` with its default engines and an empty results cache;
+(c) the same command again, the cache now warm.
+
+Prints per-workbook times (median for (a), whose files run one by one; wall / N for
+all three), total wall time, the peak resident memory of the largest process, the
+ratios (a)/(b) and (a)/(c), and how often (a)'s pass/fail equals (b)'s full grade.
+The last line is one JSON object with these figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from engines.cached import CachedEngine  # noqa: E402
+from regrade.compare import TargetError, get_policy  # noqa: E402
+from regrade.grading import GoldenError, grade, load_golden  # noqa: E402
+from regrade.runs import golden_files, load_dataset  # noqa: E402
+
+DEFAULT_CORPUS = ROOT.parent / "shared" / "spreadsheetbench"
+
+
+def answer_files(corpus: Path, n: int) -> list[dict]:
+    rows = []
+    for record in load_dataset(corpus):
+        for number, path in golden_files(corpus, str(record["id"])).items():
+            rows.append({"stack": "bench", "benchmark": "spreadsheetbench", "condition": "answers",
+                         "task_id": str(record["id"]), "case": number, "output_path": str(path),
+                         "answer_path": str(path), "answer_position": record.get("answer_position", ""),
+                         "answer_sheet": record.get("answer_sheet") or ""})
+            if len(rows) == n:
+                return rows
+    return rows
+
+
+def run_measured(command: list[str], scratch: Path, cwd: Path) -> tuple[float, int, subprocess.CompletedProcess]:
+    """Wall seconds and peak RSS (KiB, the largest process of its tree) of one command."""
+    with tempfile.TemporaryFile("w+", dir=scratch) as out, tempfile.TemporaryFile("w+", dir=scratch) as err:
+        started = time.monotonic()
+        process = subprocess.Popen(command, stdout=out, stderr=err, text=True, cwd=cwd)
+        _, status, usage = os.wait4(process.pid, 0)
+        seconds = time.monotonic() - started
+        out.seek(0)
+        err.seek(0)
+        done = subprocess.CompletedProcess(command, os.waitstatus_to_exitcode(status), out.read(), err.read())
+    return seconds, usage.ru_maxrss, done
+
+
+def per_file_libreoffice(rows: list[dict], scratch: Path) -> tuple[list[float], int, dict[tuple, bool | None]]:
+    """(a): one soffice conversion per file, then the value-only grade of the converted file."""
+    import resource
+
+    policy, reader = get_policy("spreadsheetbench"), CachedEngine(read_formulas=False)
+    profile = (scratch / "profile").as_uri()
+    seconds, verdicts = [], {}
+    for index, row in enumerate(rows):
+        out = scratch / f"a{index}"
+        out.mkdir()
+        started = time.monotonic()
+        subprocess.run(["soffice", f"-env:UserInstallation={profile}", "--headless", "--convert-to", "xlsx",
+                        "--outdir", str(out), row["output_path"]], capture_output=True, timeout=300)
+        converted = next(out.glob("*.xlsx"), None)
+        passed = None
+        try:
+            golden = load_golden(Path(row["answer_path"]))
+            targets = policy.targets(row["answer_position"], row["answer_sheet"] or None, golden.extents)
+            if converted is not None:
+                passed = bool(grade(policy, targets, golden, "cached", reader.evaluate(converted, targets)).passed)
+        except (GoldenError, TargetError):
+            passed = None
+        seconds.append(time.monotonic() - started)
+        verdicts[(row["task_id"], int(row["case"]))] = passed
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return seconds, peak, verdicts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    parser.add_argument("--n", type=int, default=200)
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    args = parser.parse_args()
+    if not (args.corpus / "dataset.json").is_file():
+        sys.exit(f"no SpreadsheetBench corpus at {args.corpus} (dataset.json missing); pass --corpus")
+    rows = answer_files(args.corpus, args.n)
+    n = len(rows)
+    with tempfile.TemporaryDirectory(prefix="regrade-bench-") as tmp:
+        scratch = Path(tmp)
+        manifest = scratch / "manifest.csv"
+        with manifest.open("w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+
+        a_started = time.monotonic()
+        a_seconds, a_peak, a_verdicts = per_file_libreoffice(rows, scratch)
+        a_wall = time.monotonic() - a_started
+
+        command = [sys.executable, "-m", "regrade.cli", "rescore", "--manifest", str(manifest),
+                   "--workers", str(args.workers), "--cache-dir", str(scratch / "cache")]
+        b_wall, b_peak, b = run_measured([*command, "-o", str(scratch / "cold.jsonl")], scratch, ROOT)
+        c_wall, c_peak, c = run_measured([*command, "-o", str(scratch / "warm.jsonl")], scratch, ROOT)
+        for label, done in (("cold", b), ("warm", c)):
+            if done.returncode != 0:
+                sys.exit(f"regrade rescore ({label}) failed: {done.stderr[-2000:]}")
+        records = [json.loads(line) for line in (scratch / "cold.jsonl").read_text().splitlines()[1:]]
+        warm = [json.loads(line) for line in (scratch / "warm.jsonl").read_text().splitlines()[1:]]
+
+    b_verdicts = {(r["task_id"], int(r["case"])): r["full_pass"] for r in records}
+    agree = sum(a_verdicts[k] == b_verdicts.get(k) for k in a_verdicts)
+    same_warm = warm == records
+    figures = {
+        "workbooks": n,
+        "workers": args.workers,
+        "cold_libreoffice_s": round(a_wall, 2),
+        "cold_libreoffice_median_s": round(statistics.median(a_seconds), 3),
+        "regrade_cold_s": round(b_wall, 2),
+        "regrade_warm_s": round(c_wall, 2),
+        "per_workbook_s": {"a": round(a_wall / n, 4), "b": round(b_wall / n, 4), "c": round(c_wall / n, 4)},
+        "peak_rss_mb": {"a": round(a_peak / 1024), "b": round(b_peak / 1024), "c": round(c_peak / 1024)},
+        "ratio_cold": round(a_wall / b_wall, 1),
+        "ratio_warm": round(a_wall / c_wall, 1),
+        "verdict_agreement": round(agree / n, 4),
+        "undecided_by_regrade": sum(v is None for v in b_verdicts.values()),
+        "warm_equals_cold": same_warm,
+    }
+    print(f"{n} answer files of {args.corpus}, graded as outputs")
+    print(f"(a) soffice --convert-to xlsx per file + openpyxl: {a_wall:.1f} s, median {statistics.median(a_seconds):.3f} s "
+          f"a workbook, peak {figures['peak_rss_mb']['a']} MB")
+    print(f"(b) regrade rescore, cold cache, {args.workers} workers: {b_wall:.1f} s ({b_wall / n:.4f} s a workbook), "
+          f"peak {figures['peak_rss_mb']['b']} MB")
+    print(f"(c) regrade rescore, warm cache: {c_wall:.1f} s ({c_wall / n:.4f} s a workbook), peak {figures['peak_rss_mb']['c']} MB")
+    print(f"(a)/(b) = {figures['ratio_cold']}x   (a)/(c) = {figures['ratio_warm']}x   "
+          f"(a) and (b) agree on {agree} of {n} ({figures['undecided_by_regrade']} undecided by regrade)")
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()
