@@ -7,6 +7,7 @@ cell or could not evaluate the workbook (never a fail in disguise).
 
 from __future__ import annotations
 
+import functools
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -116,8 +117,15 @@ class GoldenError(Exception):
 
 
 def load_golden(path: Path) -> Golden:
+    """The golden workbook; the last few are kept, as every condition of a task reads the same one."""
     if not path.is_file():
         raise GoldenError(f"golden file {path} does not exist")
+    stat = path.stat()
+    return _load_golden(path.resolve(), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=4)
+def _load_golden(path: Path, mtime_ns: int, size: int) -> Golden:
     try:
         with warnings.catch_warnings():  # openpyxl warns about every extension it drops
             warnings.simplefilter("ignore")
