@@ -21,12 +21,13 @@ from regrade import diff
 from regrade.compare import POLICIES, get_policy
 from regrade.conformance import conformance, percentile
 from regrade.grading import grade_case
-from regrade.paired import PairingError, paired_table
+from regrade.paired import UNITS, PairingError, aggregate, changed_transitions, paired_table
 from regrade.probes import MATRIX, OUTCOMES, load_matrix, run_pack
 from regrade.probes import scores as probe_scores
 from regrade.provenance import provenance
-from regrade.report import FORMATS, render
-from regrade.results import ResultsError, json_value, read_results, write_jsonl
+from regrade.report import FORMATS, TABLE_FORMATS, render
+from regrade.results import ResultsError, json_value, read_outcomes, read_results, write_jsonl
+from regrade.stats import CORRECTIONS, INTERVALS
 from regrade.runner import SHALLOW_ENGINES, RescoreSettings, ResultCache, default_cache_dir, rescore_run
 from regrade.runs import Case, RunError, manifest_cases, spreadsheetbench_cases
 from regrade.verdicts import ARTIFACT, VERDICTS
@@ -269,34 +270,74 @@ def verdict_counts(records: list[dict]) -> list[dict]:
 
 
 TABLE_COLUMNS = ["stack", "benchmark", "condition", "grading", "n", "pass_rate_baseline", "pass_rate_treatment",
-                 "gains", "regressions", "retained", "residual", "net"]
+                 "gains", "regressions", "retained", "residual", "net", "delta", "ci_lower", "ci_upper", "p_value",
+                 "p_adjusted"]
+FULL_TABLE_COLUMNS = [*TABLE_COLUMNS, "ci_method", "correction", "family_size", "regression_tax", "normalized_gain",
+                      "unpaired", "trials_baseline", "trials_treatment", "noise_discordance", "noise_gains",
+                      "noise_regressions"]
 
 
 @main.command("table")
 @click.argument("results", type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--baseline", default="none", show_default=True, help="The condition every other condition is paired against.")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option("--ci", type=click.Choice(INTERVALS), default="newcombe", show_default=True,
+              help="Interval for delta: Newcombe's hybrid score (method 10) or the paired Wald interval "
+                   "(which reproduces the Regression Tax study's Table 2).")
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05, show_default=True)
+@click.option("--correction", type=click.Choice(CORRECTIONS), default="bonferroni", show_default=True,
+              help="Adjustment of p-values over the family of comparisons of each grading.")
+@click.option("--unit", type=click.Choice(UNITS), default="task", show_default=True,
+              help="Pair tasks (a task passes when all its test cases pass) or test cases.")
+@click.option("--format", "fmt", type=click.Choice(TABLE_FORMATS), default="table", show_default=True)
 @library_errors
-def table_command(results, baseline, fmt):
+def table_command(results, baseline, ci, alpha, correction, unit, fmt):
     """Paired table before and after regrading, per (stack, benchmark, condition).
 
-    For each condition against the baseline, paired on task (a task passes when all
-    its test cases pass): n, pass rates, gains (fail to pass), regressions (pass to
-    fail), retained, residual and net = gains - regressions, once with the original
-    grades (original_pass, else the value-only grade) and once regraded (the full
-    grade where the engine could evaluate the case). Statistics come later.
+    RESULTS is a regrade results file, or per-task outcomes from any grader (CSV or
+    JSON Lines: stack, benchmark, condition, task_id, passed; optional case, trial).
+    For each condition against the baseline, paired on task: n, pass rates, gains
+    (fail to pass), regressions (pass to fail), retained, residual, net, delta =
+    net / n with its interval, the exact two-sided McNemar p-value and the p-value
+    adjusted over the comparisons of the same grading; in JSON and CSV also the
+    regression tax (regressions / gains), the normalized gain (p1 - p0) / (1 - p0)
+    and, with several trials, the noise floor. Rates, delta and interval limits are
+    fractions. A results file gives two gradings: the original grades and the
+    regraded ones, then the tasks whose transition changed; an outcomes file gives the
+    original only.
+
+    Several trials per task: pass rates are the mean over trials; pairing uses each
+    task's majority (a tie counts as a fail).
 
     \b
     Example:
       regrade table results.jsonl --baseline none --format markdown
+      regrade table outcomes.csv --ci wald --correction holm --format latex
     """
-    meta, records = read_results(results)
-    rows = [_comparison_row(c) for c in paired_table(records, baseline)]
-    click.echo(render(TABLE_COLUMNS, rows, fmt, {"provenance": meta, "baseline": baseline}))
-
-
-def _comparison_row(comparison) -> dict:
-    return {**comparison.__dict__, "net": comparison.net}
+    meta, records = read_outcomes(results)
+    comparisons = paired_table(records, baseline, ci, alpha, correction, unit)
+    regraded = any("verdict" in r for r in records)
+    if not regraded:
+        comparisons = [c for c in comparisons if c.grading == "original"]
+    rows = [c.as_row() for c in comparisons]
+    columns = FULL_TABLE_COLUMNS if fmt in ("json", "csv") else TABLE_COLUMNS
+    if fmt == "json":
+        changes = changed_transitions(records, baseline, unit) if regraded else []
+        click.echo(render(columns, rows, fmt, {"provenance": meta, "baseline": baseline,
+                                               "aggregate": aggregate(comparisons), "changed_transitions": changes}))
+        return
+    click.echo(render(columns, rows, fmt))
+    if fmt != "table":
+        return
+    click.echo("")
+    for grading, total in aggregate(comparisons).items():
+        if total["gains"] or total["regressions"] or grading == "original":
+            offset = "-" if total["share_offset"] is None else f"{100 * total['share_offset']:.0f}%"
+            click.echo(f"{grading}: {total['gains']} gains, {total['regressions']} regressions, {offset} of gains offset")
+    if regraded:
+        changes = changed_transitions(records, baseline, unit)
+        click.echo(f"{len(changes)} tasks changed transition when regraded" + (":" if changes else "."))
+        for change in changes:
+            click.echo(f"  {change['condition']} task {change['task_id']}: {change['original']} -> {change['regraded']}")
 
 
 @main.command("diff")
@@ -359,7 +400,7 @@ def demo_command(run_dir, output, engine_names):
                               run_files(run_dir / "dataset", None))
     click.echo(render(["verdict", "cases"], verdict_counts(records), "table"))
     click.echo("")
-    rows = [_comparison_row(c) for c in paired_table(records, "none")]
+    rows = [c.as_row() for c in paired_table(records, "none")]
     click.echo(render(TABLE_COLUMNS, rows, "table"))
     failures = [r for r in records if r["shallow_pass"] is False]
     artifacts = [r for r in records if r["verdict"] == ARTIFACT]

@@ -7,6 +7,7 @@ where a complete one was.
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
 import json
 import os
@@ -126,3 +127,48 @@ def read_results(path: Path) -> tuple[dict | None, list[dict]]:
     if not cases:
         raise ResultsError(f"{path} holds no case records")
     return provenance, cases
+
+
+OUTCOME_COLUMNS = ("stack", "benchmark", "condition", "task_id", "passed")
+
+
+def read_outcomes(path: Path) -> tuple[dict | None, list[dict]]:
+    """Case records of a regrade results file, or per-task outcomes from any grader.
+
+    An outcomes file is CSV or JSON Lines with ``stack, benchmark, condition, task_id,
+    passed`` and optional ``case`` and ``trial``; ``passed`` is true/false, 1/0 or pass/fail.
+    """
+    if not path.is_file():
+        raise ResultsError(f"results file {path} does not exist")
+    if path.suffix.lower() == ".csv":
+        with path.open(encoding="utf-8-sig", newline="") as handle:
+            rows = list(csv.DictReader(handle))
+        return None, _outcome_rows(path, rows)
+    provenance, records = read_results(path)
+    if records and all("verdict" in r for r in records):
+        return provenance, records
+    return provenance, _outcome_rows(path, records)
+
+
+def _outcome_rows(path: Path, rows: list[dict]) -> list[dict]:
+    if not rows:
+        raise ResultsError(f"{path} holds no outcomes")
+    out = []
+    for number, row in enumerate(rows, start=1):
+        missing = [c for c in OUTCOME_COLUMNS if row.get(c) in (None, "")]
+        if missing:
+            raise ResultsError(f"{path} row {number} lacks {', '.join(missing)}")
+        passed = str(row["passed"]).strip().lower()
+        if passed not in ("true", "false", "1", "0", "pass", "fail", "yes", "no"):
+            raise ResultsError(f"{path} row {number}: passed {row['passed']!r} is not a boolean")
+        record = {**row, "passed": passed in ("true", "1", "pass", "yes")}
+        for optional in ("case", "trial"):
+            if record.get(optional) in (None, ""):
+                record.pop(optional, None)
+            else:
+                try:
+                    record[optional] = int(record[optional])
+                except ValueError:
+                    raise ResultsError(f"{path} row {number}: {optional} {row[optional]!r} is not a whole number") from None
+        out.append(record)
+    return out

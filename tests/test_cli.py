@@ -89,14 +89,28 @@ def test_table_before_and_after(manifest, tmp_path):
     invoke("rescore", "--manifest", manifest, "-o", out, "--engines", "ironcalc")
     result = invoke("table", out)
     assert result.exit_code == 0, result.output
+    # one task: the baseline passes; community passes originally (the stale cache) and fails regraded.
+    # Newcombe for n = 1 (z = 1.96; Wilson limits of 0/1 are (0, 0.7935), of 1/1 (0.2065, 1); phi = 0):
+    # no change: +-sqrt(0.7935^2) = +-0.793; one regression: -1 + sqrt(2 * 0.7935^2) = 0.122.
+    # McNemar: no discordant pair p = 1; one regression p = 1.
     assert result.stdout == (
-        "stack  benchmark  condition  grading   n  pass_rate_baseline  pass_rate_treatment  gains  regressions  retained  residual  net\n"
-        "-----  ---------  ---------  --------  -  ------------------  -------------------  -----  -----------  --------  --------  ---\n"
-        "s      b          community  original  1               1.000                1.000      0            0         1         0    0\n"
-        "s      b          community  regraded  1               1.000                0.000      0            1         0         0   -1\n"
+        "stack  benchmark  condition  grading   n  pass_rate_baseline  pass_rate_treatment  gains  regressions  retained  residual  net  delta   ci_lower  ci_upper  p_value  p_adjusted\n"
+        "-----  ---------  ---------  --------  -  ------------------  -------------------  -----  -----------  --------  --------  ---  ------  --------  --------  -------  ----------\n"
+        "s      b          community  original  1               1.000                1.000      0            0         1         0    0   0.000    -0.793     0.793    1.000       1.000\n"
+        "s      b          community  regraded  1               1.000                0.000      0            1         0         0   -1  -1.000    -1.000     0.122    1.000       1.000\n"
+        "\n"
+        "original: 0 gains, 0 regressions, - of gains offset\n"
+        "regraded: 0 gains, 1 regressions, - of gains offset\n"
+        "1 tasks changed transition when regraded:\n"
+        "  community task 59511: retained -> regression\n"
     )
-    assert invoke("table", out, "--format", "csv").stdout.splitlines()[2] == "s,b,community,regraded,1,1.0,0.0,0,1,0,0,-1"
+    csv_lines = invoke("table", out, "--format", "csv").stdout.splitlines()
+    assert csv_lines[0].startswith("stack,benchmark,condition,grading,n,pass_rate_baseline,pass_rate_treatment,gains,"
+                                   "regressions,retained,residual,net,delta,ci_lower,ci_upper,p_value,p_adjusted,")
+    assert csv_lines[2].startswith("s,b,community,regraded,1,1.0,0.0,0,1,0,0,-1,-1.0,")
     assert invoke("table", out, "--format", "markdown").stdout.splitlines()[1].startswith("|---|")
+    assert invoke("table", out, "--format", "latex").stdout.splitlines()[:2] == [
+        "\\begin{tabular}{llllrrrrrrrrrrrrr}", "\\toprule"]
     payload = json.loads(invoke("table", out, "--format", "json").stdout)
     assert payload["format_version"] == 1 and payload["provenance"]["record"] == "provenance"
     assert payload["rows"][1]["regressions"] == 1
@@ -129,12 +143,12 @@ def test_demo_prints_verdicts_table_and_artifact_count():
         "unevaluable           0\n"
         "invalid-golden        0\n"
         "\n"
-        "stack       benchmark         condition  grading   n  pass_rate_baseline  pass_rate_treatment  gains  regressions  retained  residual  net\n"
-        "----------  ----------------  ---------  --------  -  ------------------  -------------------  -----  -----------  --------  --------  ---\n"
-        "demo-agent  spreadsheetbench  anthropic  original  5               0.400                0.000      0            2         0         3   -2\n"
-        "demo-agent  spreadsheetbench  community  original  5               0.400                0.400      0            0         2         3    0\n"
-        "demo-agent  spreadsheetbench  anthropic  regraded  5               0.400                1.000      3            0         2         0    3\n"
-        "demo-agent  spreadsheetbench  community  regraded  5               0.400                0.400      1            1         1         2    0\n"
+        "stack       benchmark         condition  grading   n  pass_rate_baseline  pass_rate_treatment  gains  regressions  retained  residual  net  delta   ci_lower  ci_upper  p_value  p_adjusted\n"
+        "----------  ----------------  ---------  --------  -  ------------------  -------------------  -----  -----------  --------  --------  ---  ------  --------  --------  -------  ----------\n"
+        "demo-agent  spreadsheetbench  anthropic  original  5               0.400                0.000      0            2         0         3   -2  -0.400    -0.769     0.118    0.500       1.000\n"
+        "demo-agent  spreadsheetbench  community  original  5               0.400                0.400      0            0         2         3    0   0.000    -0.307     0.307    1.000       1.000\n"
+        "demo-agent  spreadsheetbench  anthropic  regraded  5               0.400                1.000      3            0         2         0    3   0.600     0.030     0.882    0.250       0.500\n"
+        "demo-agent  spreadsheetbench  community  regraded  5               0.400                0.400      1            1         1         2    0   0.000    -0.465     0.465    1.000       1.000\n"
         "\n"
         "18 of 33 value-only failures were grader artifacts (correct when recomputed).\n"
     )

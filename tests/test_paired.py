@@ -2,7 +2,11 @@
 
 import pytest
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from regrade.paired import PairingError, case_grade, paired_table
+from regrade.stats import mcnemar_exact, newcombe_interval, wald_interval
 
 
 def rec(condition, task, shallow, full, case=1, original=None, stack="s"):
@@ -45,7 +49,87 @@ def test_missing_baseline_is_a_clear_error():
         paired_table([rec("skill", "t", True, True)], "none")
 
 
-def test_several_trials_are_refused_until_supported():
-    records = [rec("none", "t", True, True) | {"trial": 1}, rec("none", "t", True, True) | {"trial": 2}]
-    with pytest.raises(PairingError, match="2 trials"):
-        paired_table(records, "none")
+def test_statistics_per_comparison_and_the_family_correction():
+    # skill: 3 gains, 0 regressions, 2 retained over 5 tasks; other: 1 gain, 1 regression
+    records = []
+    for task, (base, skill, other) in enumerate([(False, True, True), (False, True, False), (False, True, False),
+                                                 (True, True, False), (True, True, True)]):
+        records += [rec("none", f"t{task}", base, base), rec("skill", f"t{task}", skill, skill),
+                    rec("other", f"t{task}", other, other)]
+    rows = {(c.grading, c.condition): c for c in paired_table(records, "none", correction="bonferroni")}
+    skill = rows[("original", "skill")]
+    assert (skill.gains, skill.regressions, skill.retained, skill.residual, skill.delta) == (3, 0, 2, 0, 0.6)
+    assert skill.p_value == mcnemar_exact(0, 3) == 0.25  # 2 * (1/2)^3
+    assert (skill.family_size, skill.p_adjusted) == (2, 0.5)
+    assert (skill.ci_lower, skill.ci_upper) == newcombe_interval(2, 0, 3, 0)
+    assert skill.regression_tax == 0.0 and skill.normalized_gain == pytest.approx((1.0 - 0.4) / (1 - 0.4))
+    other = rows[("original", "other")]
+    assert (other.gains, other.regressions, other.regression_tax) == (1, 1, 1.0)
+    wald = {c.condition: c for c in paired_table(records, "none", ci="wald", correction="holm") if c.grading == "original"}
+    assert (wald["skill"].ci_lower, wald["skill"].ci_upper) == wald_interval(2, 0, 3, 0)
+    assert wald["skill"].p_adjusted == pytest.approx(0.5)  # Holm: the smaller p (0.25) times 2
+
+
+def test_trials_pair_on_the_majority_and_estimate_the_noise_floor():
+    records = []
+    # baseline, 3 trials: t1 passes 2 of 3 (majority pass), t2 1 of 3 (fail), t3 always passes, t4 never
+    for trial, outcome in enumerate([(True, True, True, False), (True, False, True, False), (False, False, True, False)], 1):
+        for task, passed in zip(("t1", "t2", "t3", "t4"), outcome):
+            records.append(rec("none", task, passed, passed) | {"trial": trial})
+    # treatment, 2 trials: t4 passes once (a tie: fail), t1 passes twice
+    for trial, outcome in enumerate([(True, True, True, True), (True, True, True, False)], 1):
+        for task, passed in zip(("t1", "t2", "t3", "t4"), outcome):
+            records.append(rec("skill", task, passed, passed) | {"trial": trial})
+    (row,) = [c for c in paired_table(records, "none") if c.grading == "original"]
+    # majorities: baseline P F P F, treatment P P P F -> one gain (t2)
+    assert (row.gains, row.regressions, row.retained, row.residual) == (1, 0, 2, 1)
+    assert row.pass_rate_baseline == pytest.approx((3 / 4 + 2 / 4 + 1 / 4) / 3)  # mean of per-trial rates
+    assert row.pass_rate_treatment == pytest.approx((4 / 4 + 3 / 4) / 2)
+    # baseline trial pairs disagree on: (1,2) t2; (1,3) t1, t2; (2,3) t1 -> (1 + 2 + 1) / 3 pairs / 4 tasks
+    assert row.noise_discordance == pytest.approx(4 / 12)
+    assert row.noise_gains == row.noise_regressions == pytest.approx(4 * (4 / 12) / 2)
+    assert (row.trials_baseline, row.trials_treatment) == (3, 2)
+
+
+def test_no_discordant_pairs_and_a_single_task():
+    records = [rec("none", "t", True, True), rec("skill", "t", True, True)]
+    (row, _) = paired_table(records, "none")
+    assert (row.n, row.p_value, row.delta, row.regression_tax) == (1, 1.0, 0.0, None)
+    assert row.ci_lower <= 0 <= row.ci_upper
+    assert row.normalized_gain is None  # the baseline already passes everything
+
+
+@given(st.lists(st.tuples(st.booleans(), st.booleans()), min_size=1, max_size=40))
+def test_net_is_n_delta_and_swapping_conditions_negates_delta(pairs):
+    records = []
+    for task, (base, treated) in enumerate(pairs):
+        records += [rec("a", f"t{task}", base, base), rec("b", f"t{task}", treated, treated)]
+    forward = next(c for c in paired_table(records, "a") if c.grading == "original")
+    backward = next(c for c in paired_table(records, "b") if c.grading == "original")
+    assert forward.net == pytest.approx(forward.n * forward.delta)
+    assert backward.delta == pytest.approx(-forward.delta)
+    assert (backward.gains, backward.regressions) == (forward.regressions, forward.gains)
+    assert (backward.ci_lower, backward.ci_upper) == pytest.approx((-forward.ci_upper, -forward.ci_lower))
+
+
+def test_the_pandas_api_and_an_outcomes_file_from_another_grader(tmp_path):
+    import pandas as pd
+
+    import regrade
+    from regrade.results import ResultsError, read_outcomes
+
+    outcomes = tmp_path / "outcomes.csv"
+    outcomes.write_text("stack,benchmark,condition,task_id,passed\n"
+                        "s,b,none,t1,true\ns,b,none,t2,false\ns,b,none,t3,false\n"
+                        "s,b,skill,t1,true\ns,b,skill,t2,1\ns,b,skill,t3,pass\n")
+    _, records = read_outcomes(outcomes)
+    table = regrade.paired_table(pd.DataFrame(records), baseline="none", ci="wald")
+    assert list(table["grading"]) == ["original"]  # no regrade results: only the grader's own grades
+    row = table.iloc[0]
+    assert (row["gains"], row["regressions"], row["retained"], row["residual"], row["net"]) == (2, 0, 1, 0, 2)
+    assert (row["ci_lower"], row["ci_upper"]) == pytest.approx(wald_interval(1, 0, 2, 0))
+    assert row["p_value"] == pytest.approx(0.5)  # 2 * (1/2)^2
+    bad = tmp_path / "bad.csv"
+    bad.write_text("stack,benchmark,condition,task_id,passed\ns,b,none,t1,maybe\n")
+    with pytest.raises(ResultsError, match="'maybe' is not a boolean"):
+        read_outcomes(bad)
