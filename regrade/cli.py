@@ -21,7 +21,7 @@ from regrade import diff
 from regrade.compare import POLICIES, get_policy
 from regrade.conformance import conformance, percentile
 from regrade.grading import grade_case
-from regrade.paired import UNITS, PairingError, aggregate, changed_transitions, paired_table
+from regrade.paired import UNITS, PairingError, aggregate, changed_transitions, count_changes, paired_table
 from regrade.probes import MATRIX, OUTCOMES, load_matrix, run_pack
 from regrade.probes import scores as probe_scores
 from regrade.provenance import provenance
@@ -323,7 +323,8 @@ def table_command(results, baseline, ci, alpha, correction, unit, fmt):
     if fmt == "json":
         changes = changed_transitions(records, baseline, unit) if regraded else []
         click.echo(render(columns, rows, fmt, {"provenance": meta, "baseline": baseline,
-                                               "aggregate": aggregate(comparisons), "changed_transitions": changes}))
+                                               "aggregate": aggregate(comparisons), "count_changes": count_changes(comparisons),
+                                               "changed_transitions": changes}))
         return
     click.echo(render(columns, rows, fmt))
     if fmt != "table":
@@ -334,6 +335,9 @@ def table_command(results, baseline, ci, alpha, correction, unit, fmt):
             offset = "-" if total["share_offset"] is None else f"{100 * total['share_offset']:.0f}%"
             click.echo(f"{grading}: {total['gains']} gains, {total['regressions']} regressions, {offset} of gains offset")
     if regraded:
+        for change in count_changes(comparisons):
+            counts = ", ".join(f"{k} {change[k]:+d}" for k in ("gains", "regressions", "retained", "residual", "net"))
+            click.echo(f"regrading changed {change['condition']}: {counts}")
         changes = changed_transitions(records, baseline, unit)
         click.echo(f"{len(changes)} tasks changed transition when regraded" + (":" if changes else "."))
         for change in changes:

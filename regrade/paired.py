@@ -245,3 +245,18 @@ def aggregate(rows: list[Comparison]) -> dict[str, dict]:
         totals[grading] = {"gains": gains, "regressions": regressions,
                            "share_offset": regressions / gains if gains else None}
     return totals
+
+
+def count_changes(rows: list[Comparison]) -> list[dict]:
+    """Per comparison, each count regraded minus original."""
+    original = {(r.stack, r.benchmark, r.condition): r for r in rows if r.grading == "original"}
+    changes = []
+    for row in rows:
+        before = original.get((row.stack, row.benchmark, row.condition))
+        if row.grading != "regraded" or before is None:
+            continue
+        changes.append({"stack": row.stack, "benchmark": row.benchmark, "condition": row.condition,
+                        **{k: getattr(row, k) - getattr(before, k) for k in ("gains", "regressions", "retained", "residual")},
+                        "net": row.net - before.net,
+                        "delta": row.delta - before.delta})
+    return changes

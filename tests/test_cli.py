@@ -101,6 +101,7 @@ def test_table_before_and_after(manifest, tmp_path):
         "\n"
         "original: 0 gains, 0 regressions, - of gains offset\n"
         "regraded: 0 gains, 1 regressions, - of gains offset\n"
+        "regrading changed community: gains +0, regressions +1, retained -1, residual +0, net -1\n"
         "1 tasks changed transition when regraded:\n"
         "  community task 59511: retained -> regression\n"
     )
