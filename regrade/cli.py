@@ -21,7 +21,7 @@ from regrade import diff
 from regrade.compare import POLICIES, get_policy
 from regrade.conformance import conformance, percentile
 from regrade.grading import grade_case
-from regrade.paired import UNITS, PairingError, aggregate, changed_transitions, count_changes, paired_table
+from regrade.paired import AGGREGATES, UNITS, PairingError, aggregate, changed_transitions, count_changes, paired_table
 from regrade.probes import MATRIX, OUTCOMES, load_matrix, run_pack
 from regrade.probes import scores as probe_scores
 from regrade.provenance import provenance
@@ -288,9 +288,12 @@ FULL_TABLE_COLUMNS = [*TABLE_COLUMNS, "ci_method", "correction", "family_size", 
               help="Adjustment of p-values over the family of comparisons of each grading.")
 @click.option("--unit", type=click.Choice(UNITS), default="task", show_default=True,
               help="Pair tasks (a task passes when all its test cases pass) or test cases.")
+@click.option("--aggregate", "scoring", type=click.Choice(AGGREGATES), default="hard", show_default=True,
+              help="hard: a task passes when all its test cases pass; soft: a task scores the fraction that pass "
+                   "(delta is then the mean change of score with a normal interval, p the exact sign test).")
 @click.option("--format", "fmt", type=click.Choice(TABLE_FORMATS), default="table", show_default=True)
 @library_errors
-def table_command(results, baseline, ci, alpha, correction, unit, fmt):
+def table_command(results, baseline, ci, alpha, correction, unit, scoring, fmt):
     """Paired table before and after regrading, per (stack, benchmark, condition).
 
     RESULTS is a regrade results file, or per-task outcomes from any grader (CSV or
@@ -314,14 +317,14 @@ def table_command(results, baseline, ci, alpha, correction, unit, fmt):
       regrade table outcomes.csv --ci wald --correction holm --format latex
     """
     meta, records = read_outcomes(results)
-    comparisons = paired_table(records, baseline, ci, alpha, correction, unit)
+    comparisons = paired_table(records, baseline, ci, alpha, correction, unit, scoring)
     regraded = any("verdict" in r for r in records)
     if not regraded:
         comparisons = [c for c in comparisons if c.grading == "original"]
     rows = [c.as_row() for c in comparisons]
     columns = FULL_TABLE_COLUMNS if fmt in ("json", "csv") else TABLE_COLUMNS
     if fmt == "json":
-        changes = changed_transitions(records, baseline, unit) if regraded else []
+        changes = changed_transitions(records, baseline, unit, scoring) if regraded else []
         click.echo(render(columns, rows, fmt, {"provenance": meta, "baseline": baseline,
                                                "aggregate": aggregate(comparisons), "count_changes": count_changes(comparisons),
                                                "changed_transitions": changes}))
@@ -338,7 +341,7 @@ def table_command(results, baseline, ci, alpha, correction, unit, fmt):
         for change in count_changes(comparisons):
             counts = ", ".join(f"{k} {change[k]:+d}" for k in ("gains", "regressions", "retained", "residual", "net"))
             click.echo(f"regrading changed {change['condition']}: {counts}")
-        changes = changed_transitions(records, baseline, unit)
+        changes = changed_transitions(records, baseline, unit, scoring)
         click.echo(f"{len(changes)} tasks changed transition when regraded" + (":" if changes else "."))
         for change in changes:
             click.echo(f"  {change['condition']} task {change['task_id']}: {change['original']} -> {change['regraded']}")

@@ -32,10 +32,11 @@ import itertools
 from collections import defaultdict
 from dataclasses import asdict, dataclass
 
-from regrade.stats import CORRECTIONS, INTERVALS, adjust, mcnemar_exact, newcombe_interval, wald_interval
+from regrade.stats import CORRECTIONS, INTERVALS, adjust, mcnemar_exact, mean_interval, newcombe_interval, wald_interval
 
 GRADINGS = ("original", "regraded")
 UNITS = ("task", "case")
+AGGREGATES = ("hard", "soft")
 
 Group = tuple[str, str, str]  # stack, benchmark, condition
 
@@ -85,14 +86,19 @@ class Comparison:
 
 @dataclass(frozen=True)
 class Outcomes:
-    """Per unit (task, or task/case) pass/fail of one group, per trial."""
+    """Per unit (task, or task/case) score of one group, per trial: 1 or 0, or with
+    ``soft`` the fraction of the task's test cases that pass."""
 
-    by_trial: dict[int, dict[str, bool]]
+    by_trial: dict[int, dict[str, float]]
+    soft: bool = False
 
-    def majority(self) -> dict[str, bool]:
+    def majority(self) -> dict[str, float]:
+        """Each unit's score over the trials: the majority (a tie is a fail), or with ``soft`` the mean."""
         units = set().union(*self.by_trial.values())
         votes = {u: [t[u] for t in self.by_trial.values() if u in t] for u in units}
-        return {u: sum(v) * 2 > len(v) for u, v in votes.items()}  # a tie is a fail
+        if self.soft:
+            return {u: sum(v) / len(v) for u, v in votes.items()}
+        return {u: 1.0 if sum(v) * 2 > len(v) else 0.0 for u, v in votes.items()}
 
     def mean_pass_rate(self, units: set[str]) -> float:
         rates = [sum(t[u] for u in units if u in t) / len([u for u in units if u in t])
@@ -112,21 +118,20 @@ def case_grade(record: dict, grading: str) -> bool:
     return bool(original) if full is None else bool(full)
 
 
-def group_outcomes(records: list[dict], grading: str, unit: str = "task") -> dict[Group, Outcomes]:
-    """Pass/fail per unit and trial, per (stack, benchmark, condition)."""
+def group_outcomes(records: list[dict], grading: str, unit: str = "task", soft: bool = False) -> dict[Group, Outcomes]:
+    """Score per unit and trial, per (stack, benchmark, condition)."""
     if grading not in GRADINGS:
         raise PairingError(f"unknown grading {grading!r}; choose one of {GRADINGS}")
     if unit not in UNITS:
         raise PairingError(f"unknown unit {unit!r}; choose one of {UNITS}")
-    found: dict[Group, dict[int, dict[str, bool]]] = defaultdict(lambda: defaultdict(dict))
+    cases: dict[Group, dict[int, dict[str, list[bool]]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     for record in records:
         group = (str(record.get("stack", "default")), str(record.get("benchmark", "")), str(record["condition"]))
         key = str(record["task_id"]) if unit == "task" else f"{record['task_id']}/{record.get('case', 1)}"
-        trial = int(record.get("trial") or 1)
-        passed = case_grade(record, grading)
-        units = found[group][trial]
-        units[key] = units.get(key, True) and passed
-    return {group: Outcomes(dict(trials)) for group, trials in found.items()}
+        cases[group][int(record.get("trial") or 1)][key].append(case_grade(record, grading))
+    score = (lambda passes: sum(passes) / len(passes)) if soft else (lambda passes: float(all(passes)))
+    return {group: Outcomes({trial: {u: score(p) for u, p in units.items()} for trial, units in trials.items()}, soft)
+            for group, trials in cases.items()}
 
 
 def paired_table(
@@ -136,8 +141,17 @@ def paired_table(
     alpha: float = 0.05,
     correction: str = "bonferroni",
     unit: str = "task",
+    aggregate: str = "hard",
 ) -> list[Comparison]:
-    """Every (stack, benchmark, condition != baseline) against the baseline, in both gradings."""
+    """Every (stack, benchmark, condition != baseline) against the baseline, in both gradings.
+
+    ``aggregate="soft"`` scores a task by the fraction of its test cases that pass: a gain
+    (regression) is then a task whose score rose (fell), delta is the mean change of score
+    with a normal interval, and the p-value is the exact sign test on those counts.
+    """
+    if aggregate not in AGGREGATES:
+        raise PairingError(f"unknown aggregate {aggregate!r}; choose one of {AGGREGATES}")
+    soft = aggregate == "soft"
     if ci not in INTERVALS:
         raise PairingError(f"unknown interval {ci!r}; choose one of {INTERVALS}")
     if correction not in CORRECTIONS:
@@ -146,7 +160,7 @@ def paired_table(
         raise PairingError(f"alpha must lie between 0 and 1, not {alpha}")
     rows: list[Comparison] = []
     for grading in GRADINGS:
-        outcomes = group_outcomes(records, grading, unit)
+        outcomes = group_outcomes(records, grading, unit, soft)
         bases = {(s, b): o for (s, b, c), o in outcomes.items() if c == baseline}
         if not bases:
             conditions = sorted({c for (_, _, c) in outcomes})
@@ -161,17 +175,27 @@ def paired_table(
     return rows
 
 
+def transition(base: float, treated: float) -> str:
+    """gain, regression, retained or residual, from two task scores (1/0, or fractions)."""
+    if treated > base:
+        return "gain"
+    if treated < base:
+        return "regression"
+    return "retained" if base > 0 else "residual"
+
+
 def _counts(base: Outcomes, treated: Outcomes) -> tuple[Outcomes, dict]:
     b, t = base.majority(), treated.majority()
     shared = sorted(set(b) & set(t))
-    pairs = [(b[u], t[u]) for u in shared]
+    kinds = [transition(b[u], t[u]) for u in shared]
     return base, {
         "treated": treated,
         "shared": set(shared),
-        "gains": sum(1 for x, y in pairs if not x and y),
-        "regressions": sum(1 for x, y in pairs if x and not y),
-        "retained": sum(1 for x, y in pairs if x and y),
-        "residual": sum(1 for x, y in pairs if not x and not y),
+        "differences": [t[u] - b[u] for u in shared],
+        "gains": kinds.count("gain"),
+        "regressions": kinds.count("regression"),
+        "retained": kinds.count("retained"),
+        "residual": kinds.count("residual"),
         "unpaired": len(set(b) ^ set(t)),
     }
 
@@ -185,7 +209,12 @@ def _comparison(stack: str, benchmark: str, condition: str, baseline: str, gradi
     p0 = base.mean_pass_rate(shared)
     p1 = counts["treated"].mean_pass_rate(shared)
     lower = upper = None
-    if n:
+    delta = (gains - regressions) / n if n else 0.0
+    if n and base.soft:
+        delta = sum(counts["differences"]) / n
+        lower, upper = mean_interval(counts["differences"], alpha)
+        ci = "normal"
+    elif n:
         interval = newcombe_interval if ci == "newcombe" else wald_interval
         lower, upper = interval(retained, regressions, gains, residual, alpha)
     discordance = _noise_discordance(base, shared)
@@ -193,7 +222,7 @@ def _comparison(stack: str, benchmark: str, condition: str, baseline: str, gradi
         stack=stack, benchmark=benchmark, condition=condition, baseline=baseline, grading=grading, n=n,
         pass_rate_baseline=p0, pass_rate_treatment=p1,
         gains=gains, regressions=regressions, retained=retained, residual=residual, unpaired=counts["unpaired"],
-        delta=(gains - regressions) / n if n else 0.0, ci_lower=lower, ci_upper=upper, ci_method=ci,
+        delta=delta, ci_lower=lower, ci_upper=upper, ci_method=ci,
         p_value=p, p_adjusted=p_adjusted, correction=correction, family_size=family_size,
         regression_tax=regressions / gains if gains else None,
         normalized_gain=(p1 - p0) / (1 - p0) if p0 < 1 else None,
@@ -217,10 +246,11 @@ def _noise_discordance(base: Outcomes, units: set[str]) -> float | None:
     return sum(shares) / len(shares) if shares else None
 
 
-def changed_transitions(records: list[dict], baseline: str = "none", unit: str = "task") -> list[dict]:
+def changed_transitions(records: list[dict], baseline: str = "none", unit: str = "task",
+                        aggregate: str = "hard") -> list[dict]:
     """Tasks whose transition against the baseline differs between the original and regraded gradings."""
-    names = {(False, True): "gain", (True, False): "regression", (True, True): "retained", (False, False): "residual"}
-    before, after = group_outcomes(records, "original", unit), group_outcomes(records, "regraded", unit)
+    soft = aggregate == "soft"
+    before, after = group_outcomes(records, "original", unit, soft), group_outcomes(records, "regraded", unit, soft)
     changes = []
     for (stack, benchmark, condition), treated in sorted(before.items()):
         base = before.get((stack, benchmark, baseline))
@@ -229,7 +259,7 @@ def changed_transitions(records: list[dict], baseline: str = "none", unit: str =
         b0, t0 = base.majority(), treated.majority()
         b1, t1 = after[(stack, benchmark, baseline)].majority(), after[(stack, benchmark, condition)].majority()
         for task in sorted(set(b0) & set(t0)):
-            was, now = names[(b0[task], t0[task])], names[(b1[task], t1[task])]
+            was, now = transition(b0[task], t0[task]), transition(b1[task], t1[task])
             if was != now:
                 changes.append({"stack": stack, "benchmark": benchmark, "condition": condition, "task_id": task,
                                 "original": was, "regraded": now})

@@ -91,6 +91,17 @@ def wald_interval(retained: int, regressions: int, gains: int, residual: int,
     return delta - spread, delta + spread
 
 
+def mean_interval(differences: list[float], alpha: float = 0.05) -> tuple[float, float]:
+    """Normal interval of a mean paired difference (soft task scores): mean +- z sd / sqrt(n)."""
+    n = len(differences)
+    mean = sum(differences) / n
+    if n < 2:
+        return mean, mean
+    variance = sum((d - mean) ** 2 for d in differences) / (n - 1)
+    spread = _z(alpha) * math.sqrt(variance / n)
+    return mean - spread, mean + spread
+
+
 def adjust(p_values: list[float], method: str = "bonferroni") -> list[float]:
     """Adjusted p-values over the family ``p_values`` (in the same order)."""
     m = len(p_values)

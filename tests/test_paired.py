@@ -133,3 +133,23 @@ def test_the_pandas_api_and_an_outcomes_file_from_another_grader(tmp_path):
     bad.write_text("stack,benchmark,condition,task_id,passed\ns,b,none,t1,maybe\n")
     with pytest.raises(ResultsError, match="'maybe' is not a boolean"):
         read_outcomes(bad)
+
+
+def test_soft_scores_pair_the_fraction_of_cases_that_pass():
+    from scipy.stats import norm
+
+    records = []
+    # baseline / treatment cases passed out of 3: t1 1 -> 3, t2 2 -> 2, t3 3 -> 1, t4 0 -> 0, t5 1 -> 2
+    for task, (base, treated) in {"t1": (1, 3), "t2": (2, 2), "t3": (3, 1), "t4": (0, 0), "t5": (1, 2)}.items():
+        for case in (1, 2, 3):
+            records.append(rec("none", task, case <= base, case <= base, case=case))
+            records.append(rec("skill", task, case <= treated, case <= treated, case=case))
+    (row,) = [c for c in paired_table(records, "none", aggregate="soft") if c.grading == "original"]
+    assert (row.gains, row.regressions, row.retained, row.residual) == (2, 1, 1, 1)  # t1, t5 up; t3 down
+    differences = [2 / 3, 0, -2 / 3, 0, 1 / 3]
+    mean = sum(differences) / 5
+    assert row.delta == pytest.approx(mean)
+    assert row.pass_rate_baseline == pytest.approx((1 + 2 + 3 + 0 + 1) / 15)
+    sem = (sum((d - mean) ** 2 for d in differences) / 4 / 5) ** 0.5
+    assert (row.ci_lower, row.ci_upper) == pytest.approx((mean - norm.ppf(0.975) * sem, mean + norm.ppf(0.975) * sem))
+    assert (row.ci_method, row.p_value) == ("normal", mcnemar_exact(1, 2))  # the sign test on 2 up, 1 down
