@@ -115,8 +115,7 @@ def conformance(
             report.files.without_cache += 1
             continue
         report.files.compared += 1
-        volatile = [t for t in formulas if golden.volatile_calls(t)]
-        external = [t for t in formulas if t not in volatile and golden.reads_other_workbooks(t)]
+        volatile, external = golden.unrepeatable(formulas)
         report.volatile += len(volatile)
         report.external += len(external)
         formulas = [t for t in formulas if t not in volatile and t not in external]

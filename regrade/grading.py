@@ -87,14 +87,27 @@ class Golden:
         formulas = [t for t in targets if t.sheet in self.book.sheetnames and self.is_formula(t)]
         if formulas and all(self.value(t) is None for t in formulas):
             return f"the golden's answer formulas ({len(formulas)}) have no cached values: it was never computed"
-        for ref in formulas:
-            if calls := self.volatile_calls(ref):
-                return f"the golden's {ref} depends on {', '.join(sorted(calls))}(): its value is of the day it was saved"
+        volatile, _ = self.unrepeatable(formulas)
+        if volatile:
+            calls = ", ".join(sorted(self.volatile_calls(volatile[0])))
+            return f"the golden's {volatile[0]} depends on {calls}(): its value is of the day it was saved"
         return None
 
     def reads_other_workbooks(self, ref: CellRef) -> bool:
         """Whether the cell's value depends on an external link (``[1]Data!A1``)."""
         return self._formula_graph().cone([ref]).external
+
+    def unrepeatable(self, refs: list[CellRef]) -> tuple[list[CellRef], list[CellRef]]:
+        """The cells among ``refs`` whose cone is volatile, and those that read other workbooks.
+
+        One walk of the cells' joint cone settles the usual case (neither) at once."""
+        graph = self._formula_graph()
+        joint = graph.cone(refs)
+        if not joint.external and not (VOLATILE_FUNCTIONS & (graph.all_functions() if joint.open else joint.functions)):
+            return [], []
+        volatile = [r for r in refs if self.volatile_calls(r)]
+        external = [r for r in refs if r not in volatile and self.reads_other_workbooks(r)]
+        return volatile, external
 
     def _formula_graph(self) -> FormulaGraph:
         if self._graph is None:
