@@ -20,6 +20,7 @@ import multiprocessing
 import os
 import tempfile
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Iterable
@@ -27,9 +28,10 @@ from typing import Callable, Iterable
 from engines.registry import open_engine
 from regrade.compare import get_policy
 from regrade.provenance import git_revision, regrade_version, sha256_file
-from regrade.rescore import rescore_case
+from regrade.rescore import CaseResult, rescore_case
 from regrade.results import case_fields, grading_fields
 from regrade.runs import Case
+from regrade.verdicts import UNEVALUABLE
 
 CACHE_FORMAT = 1
 SHALLOW_ENGINES = ("cached", "gnumeric", "libreoffice")  # how a value-only grader may have read the values
@@ -145,17 +147,42 @@ def rescore_run(
 
 def _in_pool(cases: list[Case], todo: Iterable[int], settings: RescoreSettings, workers: int,
              finish: Callable[[int, dict, bool], None]) -> None:
+    """Grade in a pool. If a worker process dies, the cases it may have held become suspects:
+    the rest go on in a new pool, then each suspect runs alone, and one that kills its own
+    worker is recorded as crashed."""
+    queue = list(todo)
+    suspects: list[int] = []
+    while queue:
+        suspects += _pool_pass(cases, queue, settings, workers, finish)
+    for index in suspects:
+        if _pool_pass(cases, [index], settings, 1, finish):
+            finish(index, _crashed(cases[index]), False)
+
+
+def _pool_pass(cases: list[Case], queue: list[int], settings: RescoreSettings, workers: int,
+               finish: Callable[[int, dict, bool], None]) -> list[int]:
+    """Run the queue (consumed in place) until done or the pool breaks; returns the cases the broken pool held."""
     context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
     with ProcessPoolExecutor(workers, mp_context=context, initializer=_open_worker_engines, initargs=(settings,)) as pool:
         running: dict[Future, int] = {}
-        queue = list(todo)
         while queue or running:
             while queue and len(running) < workers * 2:  # a short queue: results come back as they finish
                 index = queue.pop(0)
                 running[pool.submit(_grade, cases[index])] = index
             done, _ = wait(running, return_when=FIRST_COMPLETED)
             for future in done:
-                finish(running.pop(future), future.result(), False)
+                try:
+                    grading = future.result()
+                except BrokenProcessPool:
+                    return list(running.values())
+                finish(running.pop(future), grading, False)
+    return []
+
+
+def _crashed(case: Case) -> dict:
+    result = CaseResult(case, None, None, UNEVALUABLE, ["crashed"],
+                        "a worker process died twice while grading this case")
+    return grading_fields(result)
 
 
 _WORKER: dict = {}
@@ -168,6 +195,11 @@ def _open_worker_engines(settings: RescoreSettings) -> None:
     _WORKER["fulls"] = [open_engine(name, settings.timeout_s) for name in settings.engines]
 
 
-def _grade(case: Case) -> dict:
+def rescore_case_grading(case: Case) -> dict:
+    """One case's grading with this worker's engines."""
     result = rescore_case(case, _WORKER["policy"], _WORKER["shallow"], _WORKER["fulls"])
     return grading_fields(result)
+
+
+def _grade(case: Case) -> dict:
+    return rescore_case_grading(case)

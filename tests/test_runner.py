@@ -102,3 +102,28 @@ def test_progress_is_a_bar_on_a_terminal_and_plain_lines_otherwise(capsys):
     err = capsys.readouterr().err
     assert err.startswith("\r[###############...............] 1/2 cases (0 cached), ETA ")
     assert "\r[##############################] 2/2 cases (1 cached), ETA 0 s \n" in err
+
+
+def die_on_doomed_output(case):
+    """Stands in for runner._grade in a pool: the worker process itself dies on one case."""
+    import os
+
+    from regrade import runner
+
+    if str(case.output_path) == os.environ["REGRADE_TEST_DOOMED"]:
+        os._exit(1)
+    return runner.rescore_case_grading(case)
+
+
+def test_a_worker_that_dies_costs_only_its_own_case(monkeypatch):
+    from regrade import runner
+
+    cases = demo_cases()[:6]
+    monkeypatch.setenv("REGRADE_TEST_DOOMED", str(cases[3].output_path))
+    monkeypatch.setattr(runner, "_grade", die_on_doomed_output)
+    records = rescore_run(cases, SETTINGS, workers=2)
+    monkeypatch.undo()
+    verdicts = [(r["verdict"], r["reasons"]) for r in records]
+    assert verdicts[3] == ("unevaluable", ["crashed"])
+    alone = [(r["verdict"], r["reasons"]) for r in rescore_run(cases, SETTINGS)]
+    assert verdicts[:3] + verdicts[4:] == alone[:3] + alone[4:]
