@@ -35,7 +35,7 @@ from openpyxl.formula.tokenizer import Token, Tokenizer
 from openpyxl.utils.cell import range_boundaries
 
 from engines.base import CannotEvaluate, WorkbookValues
-from engines.sheets import resolve_sheet
+from engines.sheets import formula_text, resolve_sheet
 from engines.tables import TablePart, resolve_structured, table_parts
 
 VOLATILE_FUNCTIONS = frozenset({"TODAY", "NOW", "RAND", "RANDBETWEEN", "RANDARRAY"})
@@ -224,16 +224,6 @@ def _has_external_links(path: Path) -> bool:
             return any(name.startswith("xl/externalLinks/") for name in archive.namelist())
     except (zipfile.BadZipFile, OSError):
         return False
-
-
-def formula_text(content: object) -> str | None:
-    """The formula openpyxl read into a cell, or None for a constant."""
-    if isinstance(content, str) and content.startswith("=") and len(content) > 1:
-        return content
-    text = getattr(content, "text", None)  # ArrayFormula
-    if isinstance(text, str) and text:
-        return text if text.startswith("=") else "=" + text
-    return None
 
 
 def load_graph(path: Path) -> FormulaGraph | None:

@@ -23,7 +23,7 @@ from openpyxl.utils.cell import coordinate_to_tuple, get_column_letter
 
 from engines.base import CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues, missing_file
 from engines.cones import abstain_on_external_links
-from engines.sheets import resolve_sheet
+from engines.sheets import formula_text, resolve_sheet
 from engines.tables import structured_rewrites
 from engines.tools import PythonPackageEngine
 
@@ -75,7 +75,7 @@ class FormulasEngine(PythonPackageEngine):
             if sheet is None:
                 continue
             content = book[sheet].cell(ref.row, ref.column).value
-            formula = _formula_text(content)
+            formula = formula_text(content)
             if formula is None:
                 result.cells[ref] = computed.get((sheet.upper(), ref.coordinate), content)
                 continue
@@ -87,22 +87,13 @@ class FormulasEngine(PythonPackageEngine):
             elif isinstance(value, ExcelError):
                 if workbook_unknown is None:
                     workbook_unknown = sorted({n for ws in book.worksheets for row in ws.iter_rows() for c in row
-                                               if (text := _formula_text(c.value))
+                                               if (text := formula_text(c.value))
                                                for n in unknown_to_formulas(text, known)})
                 if workbook_unknown:
                     value = CannotEvaluate("unsupported-function",
                                            f"{value.code} while the workbook uses {', '.join(workbook_unknown)}, which formulas lacks")
             result.cells[ref] = value
         return abstain_on_external_links(path, result)
-
-
-def _formula_text(content: object) -> str | None:
-    """A cell's formula (an array formula's text too), or None for a constant."""
-    if isinstance(content, str) and content.startswith("="):
-        return content
-    if type(content).__name__ == "ArrayFormula":
-        return str(content.text)  # type: ignore[attr-defined]
-    return None
 
 
 def _with_ranges(path: Path, book: openpyxl.Workbook, scratch: Path) -> Path:

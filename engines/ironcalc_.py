@@ -91,7 +91,7 @@ def _work_around_defects(model: Any, names: list[str], path: Path) -> dict[tuple
     """Rewrite formulas IronCalc misreads (engines/tables.py, engines/ironcalc_rewrites.py);
     returns each rewritten cell's original formula."""
     originals: dict[tuple[int, int, int], str] = {}
-    for (sheet_name, row, column), formula in structured_rewrites(path).items():
+    for (sheet_name, row, column), formula in structured_rewrites(path, array_formulas=True).items():
         if sheet_name in names:
             index = names.index(sheet_name)
             originals[(index, row, column)] = model.get_cell_formula(index, row, column) or formula

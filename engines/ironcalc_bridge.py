@@ -65,6 +65,7 @@ _REFERENCE = re.compile(
     r"^(?:(?P<sheet>'(?:[^']|'')+'|[A-Za-z0-9_.]+)!)?(?P<range>\$?[A-Z]{1,3}\$?\d*(?::\$?[A-Z]{1,3}\$?\d*)?)$"
 )
 _POSITIONAL = re.compile(r"(?:ROW|COLUMN)\(\s*\)|\b(?:CELL|INDIRECT|OFFSET)\(", re.IGNORECASE)
+_WHOLE_SHEET = re.compile(r"(!|[(,=+\-*/&^<>])\s*:(?=\s*[,)])")  # a bare ":" where a reference stands
 _NUMBER = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$")
 
 Cell = tuple[int, int, int]  # sheet index, row, column
@@ -119,7 +120,7 @@ def bridge_functions(model: Any, array_cells: set[Cell] = frozenset(), only_miss
 
     originals: dict[Cell, str] = {}
     for sheet, row, column in model.get_all_cells():
-        formula = model.get_cell_formula(sheet, row, column)
+        formula = _repair_rendering(model.get_cell_formula(sheet, row, column))
         cell = (sheet, row, column)
         if formula and _CANDIDATE.search(formula):
             call = _innermost(cell, formula, cell in array_cells)
@@ -167,6 +168,17 @@ def _resolve_all(copy: Any, originals: dict[Cell, str], array_cells: set[Cell]) 
                 formulas[call.cell] = call.replaced(result)
                 open_cells.add(call.cell)
     return formulas
+
+
+def _repair_rendering(formula: str | None) -> str | None:
+    """IronCalc prints a whole-sheet reference (``$1:$1048576``) as a bare ``:``, which it cannot
+    read back; every formula the bridge rewrites is re-entered, so it is spelled out."""
+    if not formula or ":" not in formula:
+        return formula
+    parts = re.split(r'("(?:[^"]|"")*")', formula)
+    for index in range(0, len(parts), 2):  # outside string literals
+        parts[index] = _WHOLE_SHEET.sub(r"\1$A$1:$XFD$1048576", parts[index])
+    return "".join(parts)
 
 
 def _holds_missing(formula: str) -> bool:

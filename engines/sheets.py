@@ -1,4 +1,5 @@
-"""Matching a requested sheet name to a workbook's sheets; which cells hold array formulas."""
+"""Matching a requested sheet name to a workbook's sheets; which cells hold array formulas;
+the formula openpyxl read into a cell."""
 
 from __future__ import annotations
 
@@ -64,3 +65,13 @@ def _sheet_parts(archive: zipfile.ZipFile) -> list[str]:
         target = targets.get(sheet.group(1), "")
         parts.append(target.lstrip("/") if target.startswith("/") else "xl/" + target)
     return parts
+
+
+def formula_text(content: object) -> str | None:
+    """The formula openpyxl read into a cell, or None for a constant."""
+    if isinstance(content, str) and content.startswith("=") and len(content) > 1:
+        return content
+    text = getattr(content, "text", None)  # ArrayFormula
+    if isinstance(text, str) and text:
+        return text if text.startswith("=") else "=" + text
+    return None

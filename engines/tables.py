@@ -30,6 +30,8 @@ from pathlib import Path
 import openpyxl
 from openpyxl.utils.cell import get_column_letter, range_boundaries
 
+from engines.sheets import formula_text
+
 MAX_SHEET_BYTES = 64 * 1024 * 1024
 _STRING = re.compile(r'("(?:[^"]|"")*")')
 _START = re.compile(r"(?<![\w.\]\\!'])([A-Za-z_\\][\w.\\]*)?\[")
@@ -52,18 +54,20 @@ class TablePart:
         return sheet == self.sheet and self.min_row <= row <= self.max_row and self.min_col <= column <= self.max_col
 
 
-def structured_rewrites(path: Path) -> dict[tuple[str, int, int], str]:
+def structured_rewrites(path: Path, array_formulas: bool = False) -> dict[tuple[str, int, int], str]:
     """(sheet, row, column) -> the formula with its structured references as A1 ranges.
 
+    Array formulas are included only on request: an engine that enters a rewrite as a
+    plain formula would lose their array evaluation (IronCalc does not keep it anyway).
     Never raises: a file it cannot read has no rewrites.
     """
     try:
-        return _rewrites(path) if _has_tables(path) else {}
+        return _rewrites(path, array_formulas) if _has_tables(path) else {}
     except Exception:
         return {}
 
 
-def _rewrites(path: Path) -> dict[tuple[str, int, int], str]:
+def _rewrites(path: Path, array_formulas: bool) -> dict[tuple[str, int, int], str]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         book = openpyxl.load_workbook(path, data_only=False)
@@ -74,8 +78,10 @@ def _rewrites(path: Path) -> dict[tuple[str, int, int], str]:
     for sheet in book.worksheets:
         for row in sheet.iter_rows():
             for cell in row:
-                formula = cell.value
-                if isinstance(formula, str) and formula.startswith("=") and "[" in formula:
+                if not isinstance(cell.value, str) and not array_formulas:
+                    continue
+                formula = formula_text(cell.value)
+                if formula is not None and "[" in formula:
                     resolved = resolve_structured(formula, sheet.title, cell.row, cell.column, tables)
                     if resolved != formula:
                         rewrites[(sheet.title, cell.row, cell.column)] = resolved

@@ -15,9 +15,9 @@ from pathlib import Path
 import openpyxl
 
 from engines.base import EXCEL_ERROR_CODES, CannotEvaluate, CellRef, CellResult, Engine, ExcelError, WorkbookValues
-from engines.cones import VOLATILE_FUNCTIONS, FormulaGraph, formula_text
+from engines.cones import VOLATILE_FUNCTIONS, FormulaGraph
 from engines.readings import number_value
-from engines.sheets import resolve_sheet
+from engines.sheets import formula_text, resolve_sheet
 from regrade.compare import Policy, SheetExtent, TargetError
 from regrade.runs import Case
 

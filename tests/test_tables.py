@@ -66,3 +66,24 @@ def test_the_spreadsheetbench_68_47_pattern_computes_in_ironcalc(workbook):
     values = IronCalcEngine().evaluate(path, [CellRef("Sheet1", 1, 4)])
     assert values.cells == {CellRef("Sheet1", 1, 4): "Corresponding Entry"}
     assert "C1:C1" not in values.formulas[CellRef("Sheet1", 1, 4)]  # the original is reported, not the rewrite
+
+
+def test_an_array_formula_over_a_table_and_the_whole_sheet_computes_in_ironcalc(tmp_path):
+    import openpyxl
+    from openpyxl.worksheet.formula import ArrayFormula
+    from openpyxl.worksheet.table import Table
+
+    book = openpyxl.Workbook()
+    data = book.active
+    data.title = "Data"
+    data.append(["Qty", "Price"])
+    data.append([2, 3])
+    data.append([4, 5])
+    data.add_table(Table(displayName="Sales", ref="A1:B3"))
+    report = book.create_sheet("Report")
+    # INDEX over the whole sheet at row 3, column 1 of Data (4), plus an AGGREGATE over the table body:
+    # the largest of 2, 3, 4, 5 is 5, so 4 + 5 = 9
+    report["A1"] = ArrayFormula("A1", "=INDEX(Data!$1:$1048576,3,1)+_xlfn.AGGREGATE(14,6,Sales[],1)")
+    path = tmp_path / "whole.xlsx"
+    book.save(path)
+    assert IronCalcEngine().evaluate(path, [CellRef("Report", 1, 1)]).cells == {CellRef("Report", 1, 1): 9.0}
