@@ -334,6 +334,9 @@ def table_command(results, baseline, ci, alpha, correction, unit, scoring, fmt):
     if fmt != "table":
         return
     click.echo("")
+    if comparisons:
+        click.echo(f"p_adjusted: {correction} over a family of {comparisons[0].family_size} comparisons per grading; "
+                   f"interval: {comparisons[0].ci_method}, {100 * (1 - alpha):g}%")
     for grading, total in aggregate(comparisons).items():
         if total["gains"] or total["regressions"] or grading == "original":
             offset = "-" if total["share_offset"] is None else f"{100 * total['share_offset']:.0f}%"

@@ -99,6 +99,7 @@ def test_table_before_and_after(manifest, tmp_path):
         "s      b          community  original  1               1.000                1.000      0            0         1         0    0   0.000    -0.793     0.793    1.000       1.000\n"
         "s      b          community  regraded  1               1.000                0.000      0            1         0         0   -1  -1.000    -1.000     0.122    1.000       1.000\n"
         "\n"
+        "p_adjusted: bonferroni over a family of 1 comparisons per grading; interval: newcombe, 95%\n"
         "original: 0 gains, 0 regressions, - of gains offset\n"
         "regraded: 0 gains, 1 regressions, - of gains offset\n"
         "regrading changed community: gains +0, regressions +1, retained -1, residual +0, net -1\n"
