@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import bisect
 import re
-import warnings
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +34,7 @@ from openpyxl.formula.tokenizer import Token, Tokenizer
 from openpyxl.utils.cell import range_boundaries
 
 from engines.base import CannotEvaluate, WorkbookValues
-from engines.sheets import formula_text, resolve_sheet
+from engines.sheets import formula_text, load_formula_book, resolve_sheet
 from engines.tables import TablePart, resolve_structured, table_parts
 
 VOLATILE_FUNCTIONS = frozenset({"TODAY", "NOW", "RAND", "RANDBETWEEN", "RANDARRAY"})
@@ -229,9 +228,7 @@ def _has_external_links(path: Path) -> bool:
 def load_graph(path: Path) -> FormulaGraph | None:
     """The formula graph of a workbook, or None when openpyxl cannot read it."""
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return FormulaGraph(openpyxl.load_workbook(path, data_only=False))
+        return FormulaGraph(load_formula_book(path))
     except Exception:
         return None
 

@@ -23,7 +23,7 @@ from openpyxl.utils.cell import coordinate_to_tuple, get_column_letter
 
 from engines.base import CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues, missing_file
 from engines.cones import abstain_on_external_links
-from engines.sheets import formula_text, resolve_sheet
+from engines.sheets import formula_text, load_formula_book, resolve_sheet
 from engines.tables import structured_rewrites
 from engines.tools import PythonPackageEngine
 
@@ -52,9 +52,7 @@ class FormulasEngine(PythonPackageEngine):
         if (missing := missing_file(path)) is not None:
             return missing
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                book = openpyxl.load_workbook(path, data_only=False)
+            book = load_formula_book(path)
         except Exception as exc:
             return WorkbookValues(failure=WorkbookFailure("load-failed", f"formulas cannot read it: {exc}"))
         with tempfile.TemporaryDirectory(prefix="regrade-formulas-") as scratch:

@@ -4,9 +4,11 @@ the formula openpyxl read into a cell."""
 from __future__ import annotations
 
 import re
+import warnings
 import zipfile
 from pathlib import Path
 
+import openpyxl
 from openpyxl.utils.cell import column_index_from_string
 
 MAX_SHEET_BYTES = 64 * 1024 * 1024
@@ -75,3 +77,11 @@ def formula_text(content: object) -> str | None:
     if isinstance(text, str) and text:
         return text if text.startswith("=") else "=" + text
     return None
+
+
+def load_formula_book(path: Path) -> openpyxl.Workbook:
+    """The workbook with its formulas (not cached values), without openpyxl's warnings about
+    extensions it drops. Raises whatever openpyxl raises on a file it cannot read."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return openpyxl.load_workbook(path, data_only=False)

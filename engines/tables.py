@@ -22,7 +22,6 @@ A reference to an unknown table, or one this module cannot read, is left as writ
 from __future__ import annotations
 
 import re
-import warnings
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +29,7 @@ from pathlib import Path
 import openpyxl
 from openpyxl.utils.cell import get_column_letter, range_boundaries
 
-from engines.sheets import formula_text
+from engines.sheets import formula_text, load_formula_book
 
 MAX_SHEET_BYTES = 64 * 1024 * 1024
 _STRING = re.compile(r'("(?:[^"]|"")*")')
@@ -68,9 +67,7 @@ def structured_rewrites(path: Path, array_formulas: bool = False) -> dict[tuple[
 
 
 def _rewrites(path: Path, array_formulas: bool) -> dict[tuple[str, int, int], str]:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        book = openpyxl.load_workbook(path, data_only=False)
+    book = load_formula_book(path)
     tables = table_parts(book)
     if not tables:
         return {}

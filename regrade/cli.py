@@ -28,7 +28,9 @@ from regrade.provenance import provenance
 from regrade.report import FORMATS, TABLE_FORMATS, render
 from regrade.results import ResultsError, json_value, read_outcomes, read_results, write_jsonl
 from regrade.stats import CORRECTIONS, INTERVALS
-from regrade.runner import SHALLOW_ENGINES, RescoreSettings, ResultCache, default_cache_dir, rescore_run
+from regrade.runner import (
+    SHALLOW_ENGINES, RescoreSettings, ResultCache, default_cache_dir, engine_versions, rescore_run,
+)
 from regrade.runs import Case, RunError, manifest_cases, spreadsheetbench_cases
 from regrade.verdicts import ARTIFACT, VERDICTS
 
@@ -256,7 +258,7 @@ def run_rescore(cases: list[Case], settings: RescoreSettings, workers: int, cach
     record = provenance(
         {**command, "policy": settings.policy, "shallow": settings.shallow, "full": list(settings.engines),
          "timeout_s": settings.timeout_s, "workers": workers, "cache": str(cache.directory) if cache else None},
-        {name: open_engine(name).version() for name in (settings.shallow, *settings.engines)},
+        engine_versions(settings),
         inputs,
     )
     write_jsonl(output, [record, *records])

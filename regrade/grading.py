@@ -17,7 +17,7 @@ import openpyxl
 from engines.base import EXCEL_ERROR_CODES, CannotEvaluate, CellRef, CellResult, Engine, ExcelError, WorkbookValues
 from engines.cones import VOLATILE_FUNCTIONS, FormulaGraph
 from engines.readings import number_value
-from engines.sheets import formula_text, resolve_sheet
+from engines.sheets import formula_text, load_formula_book, resolve_sheet
 from regrade.compare import Policy, SheetExtent, TargetError
 from regrade.runs import Case
 
@@ -116,9 +116,7 @@ class Golden:
 
     def _formulas(self) -> openpyxl.Workbook:
         if self._formula_book is None:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                self._formula_book = openpyxl.load_workbook(self.path, data_only=False)
+            self._formula_book = load_formula_book(self.path)
         return self._formula_book
 
     def is_formula(self, ref: CellRef) -> bool:

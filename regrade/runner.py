@@ -91,8 +91,12 @@ def cache_key(case: Case, settings: RescoreSettings, versions: dict[str, str]) -
 
 def code_versions(settings: RescoreSettings) -> dict[str, str]:
     """regrade's version and git revision (a code change is a new grader) and each engine's version."""
-    engines = {name: open_engine(name).version() for name in (settings.shallow, *settings.engines)}
-    return {"regrade": regrade_version(), "git": git_revision() or "", **engines}
+    return {"regrade": regrade_version(), "git": git_revision() or "", **engine_versions(settings)}
+
+
+def engine_versions(settings: RescoreSettings) -> dict[str, str]:
+    """Each engine of the run (the shallow one first) and its version."""
+    return {name: open_engine(name).version() for name in (settings.shallow, *settings.engines)}
 
 
 def rescore_run(
