@@ -49,13 +49,13 @@ class IronCalcEngine(PythonPackageEngine):
             return missing
         try:
             model = ironcalc.load_from_xlsx(str(path))
-            started = time.monotonic()
-            model.evaluate()
-            slow = time.monotonic() - started > SLOW_EVALUATION_S
+            slow = _timed_evaluation(model) > SLOW_EVALUATION_S
         except Exception as exc:  # WorkbookError and friends; a panic is handled by the worker
             return WorkbookValues(failure=WorkbookFailure("load-failed", f"IronCalc cannot load it: {exc}"))
         names = [p["name"] for p in model.get_worksheets_properties()]
         originals = _work_around_defects(model, names, path)
+        if originals:  # the rewritten formulas may take longer than the originals did
+            slow = _timed_evaluation(model) > SLOW_EVALUATION_S
         originals = {**bridge_functions(model, array_formula_cells(path), only_missing=slow), **originals}
         result = WorkbookValues(sheet_names=names)
         workbook_unknown: list[str] | None = None
@@ -89,7 +89,7 @@ class IronCalcEngine(PythonPackageEngine):
 
 def _work_around_defects(model: Any, names: list[str], path: Path) -> dict[tuple[int, int, int], str]:
     """Rewrite formulas IronCalc misreads (engines/tables.py, engines/ironcalc_rewrites.py);
-    returns each rewritten cell's original formula."""
+    returns each rewritten cell's original formula. The caller evaluates the model again."""
     originals: dict[tuple[int, int, int], str] = {}
     for (sheet_name, row, column), formula in structured_rewrites(path, array_formulas=True).items():
         if sheet_name in names:
@@ -102,9 +102,13 @@ def _work_around_defects(model: Any, names: list[str], path: Path) -> dict[tuple
         if widened != formula:
             originals.setdefault((sheet, row, column), formula)
             model.update_cell_with_formula(sheet, row, column, widened)
-    if originals:
-        model.evaluate()
     return originals
+
+
+def _timed_evaluation(model: Any) -> float:
+    started = time.monotonic()
+    model.evaluate()
+    return time.monotonic() - started
 
 
 def _read_value(model: Any, sheet: int, row: int, column: int) -> CellResult:
