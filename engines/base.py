@@ -94,13 +94,6 @@ class WorkbookValues:
     failure: WorkbookFailure | None = None
 
 
-def missing_file(path: Path) -> WorkbookValues | None:
-    """The result for a workbook that is not there (or is not a file), else None."""
-    if path.is_file():
-        return None
-    return WorkbookValues(failure=WorkbookFailure("missing-file", f"{path} does not exist or is not a file"))
-
-
 @runtime_checkable
 class Engine(Protocol):
     """An engine evaluates the formulas of a workbook and reports cell values.

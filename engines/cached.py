@@ -12,7 +12,8 @@ from typing import Sequence
 
 import openpyxl
 
-from engines.base import EXCEL_ERROR_CODES, CellRef, ExcelError, WorkbookFailure, WorkbookValues, missing_file
+from engines.base import EXCEL_ERROR_CODES, CellRef, ExcelError, WorkbookFailure, WorkbookValues
+from engines.screening import refusal
 from engines.sheets import resolve_sheet
 
 
@@ -30,13 +31,15 @@ class CachedEngine:
         return None
 
     def evaluate(self, path: Path, cells: Sequence[CellRef]) -> WorkbookValues:
-        if (missing := missing_file(path)) is not None:
-            return missing
+        if (refused := refusal(path)) is not None:
+            return refused
         try:
             with warnings.catch_warnings():  # openpyxl warns about every extension it drops
                 warnings.simplefilter("ignore")
                 values_book = openpyxl.load_workbook(path, data_only=True)
                 formula_book = openpyxl.load_workbook(path, data_only=False) if self.read_formulas else None
+        except MemoryError:
+            raise  # a limit, not a broken file: the isolating worker reports it
         except Exception as exc:  # openpyxl raises many kinds on a broken file; all mean unreadable
             return WorkbookValues(failure=WorkbookFailure("unreadable-output", f"openpyxl cannot read it: {exc}"))
         names = values_book.sheetnames

@@ -21,8 +21,9 @@ from typing import Any, Sequence
 import openpyxl
 from openpyxl.utils.cell import coordinate_to_tuple, get_column_letter
 
-from engines.base import CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues, missing_file
+from engines.base import CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues
 from engines.cones import abstain_on_external_links
+from engines.screening import refusal
 from engines.sheets import formula_text, load_formula_book, resolve_sheet
 from engines.tables import structured_rewrites
 from engines.tools import PythonPackageEngine
@@ -49,8 +50,8 @@ class FormulasEngine(PythonPackageEngine):
     def evaluate(self, path: Path, cells: Sequence[CellRef]) -> WorkbookValues:
         import formulas
 
-        if (missing := missing_file(path)) is not None:
-            return missing
+        if (refused := refusal(path)) is not None:
+            return refused
         try:
             book = load_formula_book(path)
         except Exception as exc:

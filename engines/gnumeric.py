@@ -18,10 +18,11 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
-from engines.base import CannotEvaluate, CellRef, ExcelError, WorkbookFailure, WorkbookValues, missing_file
+from engines.base import CannotEvaluate, CellRef, ExcelError, WorkbookFailure, WorkbookValues
 from engines.cached import CachedEngine
 from engines.cones import abstain_on_external_links
 from engines.isolation import DEFAULT_TIMEOUT_S
+from engines.screening import refusal
 from engines.tools import version_output
 
 
@@ -52,8 +53,8 @@ class GnumericEngine:
         return None
 
     def evaluate(self, path: Path, cells: Sequence[CellRef]) -> WorkbookValues:
-        if (missing := missing_file(path)) is not None:
-            return missing
+        if (refused := refusal(path)) is not None:
+            return refused
         with tempfile.TemporaryDirectory(prefix="regrade-gnumeric-") as scratch:
             recalculated = Path(scratch) / "recalculated.xlsx"
             try:

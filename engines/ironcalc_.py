@@ -23,11 +23,12 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from engines.base import CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues, missing_file
+from engines.base import CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues
 from engines.cones import FormulaGraph, abstain_on_external_links, load_graph
 from engines.ironcalc_bridge import bridge_functions
 from engines.ironcalc_rewrites import widen_criteria_ranges
 from engines.readings import number_value, unknown_functions
+from engines.screening import refusal
 from engines.sheets import array_formula_cells, resolve_sheet
 from engines.tables import structured_rewrites
 from engines.tools import PythonPackageEngine
@@ -45,8 +46,8 @@ class IronCalcEngine(PythonPackageEngine):
     def evaluate(self, path: Path, cells: Sequence[CellRef]) -> WorkbookValues:
         import ironcalc
 
-        if (missing := missing_file(path)) is not None:
-            return missing
+        if (refused := refusal(path)) is not None:
+            return refused
         try:
             model = ironcalc.load_from_xlsx(str(path))
             slow = _timed_evaluation(model) > SLOW_EVALUATION_S

@@ -23,6 +23,7 @@ from engines.base import CellRef, Engine, WorkbookFailure, WorkbookValues
 
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_MEMORY_MB = 4096
+OUT_OF_MEMORY_EXIT = 3  # a worker that could not even report running out of memory
 
 
 class IsolatedEngine:
@@ -68,6 +69,8 @@ class IsolatedEngine:
 
 
 def _death(engine: str, exitcode: int | None) -> WorkbookFailure:
+    if exitcode == OUT_OF_MEMORY_EXIT:
+        return WorkbookFailure("memory-limit", f"{engine} ran out of memory under its limit")
     if exitcode is not None and exitcode < 0:
         try:
             signame = signal.Signals(-exitcode).name
@@ -84,19 +87,27 @@ def _work(engine: Engine, path: Path, cells: list[CellRef], memory_mb: int | Non
     os.dup2(devnull, 1)  # engines print to both (IronCalc: "Unexpected feature ..." on stdout);
     os.dup2(devnull, 2)  # the worker answers through its pipe, and regrade's stdout carries data only
     sys.stdout = sys.stderr = open(os.devnull, "w")  # Python-level writes may not go through fd 1 and 2
+    out_of_memory = WorkbookFailure("memory-limit", f"{engine.name} needed more than {memory_mb} MB")  # made before the limit
     if memory_mb:
         limit = memory_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    outcome: WorkbookValues | WorkbookFailure = out_of_memory
     try:
-        outcome: WorkbookValues | WorkbookFailure = engine.evaluate(path, cells)
-    except MemoryError:
-        outcome = WorkbookFailure("memory-limit", f"{engine.name} needed more than {memory_mb} MB")
-    except BaseException as exc:  # a Rust panic is a BaseException
-        outcome = WorkbookFailure("crashed", f"{engine.name} raised {type(exc).__name__}: {exc}")
+        try:
+            outcome = engine.evaluate(path, cells)
+        except MemoryError:
+            outcome = out_of_memory
+        except BaseException as exc:  # a Rust panic is a BaseException
+            outcome = WorkbookFailure("crashed", f"{engine.name} raised {type(exc).__name__}: {exc}")
+    except MemoryError:  # memory ran out again while the first error was handled
+        outcome = out_of_memory
     try:
         sender.send(outcome)
     except MemoryError:
-        sender.send(WorkbookFailure("memory-limit", f"{engine.name} needed more than {memory_mb} MB"))
+        try:
+            sender.send(out_of_memory)
+        except MemoryError:
+            os._exit(OUT_OF_MEMORY_EXIT)
     finally:
         sender.close()
-        os._exit(0)
+    os._exit(0)

@@ -4,7 +4,10 @@ The UNO bridge lives in Debian's ``python3-uno`` for ``/usr/bin/python3``, so th
 engine talks to a helper process on that interpreter (``libreoffice_worker.py``),
 which owns a headless soffice with a private, throw-away profile: recalculation on
 load forced (``OOXMLRecalcMode`` = 0, so no stale cache is ever echoed), external
-links never updated, macros never run. The engine isolates itself: a helper that
+links never updated, macros never run, and, where ``unshare`` allows it (Linux),
+in a network namespace of its own with no way out. A workbook calling WEBSERVICE,
+which LibreOffice would fetch, is declined (``network-function``) before LibreOffice
+sees it, sandbox or not. The engine isolates itself: a helper that
 does not answer within the timeout is killed with its soffice and started afresh
 for the next workbook.
 
@@ -32,12 +35,12 @@ from pathlib import Path
 from typing import Sequence
 
 from engines.base import (
-    missing_file,
     EXCEL_ERROR_CODES, CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues,
 )
 from engines.cones import abstain_on_external_links
-from engines.isolation import DEFAULT_TIMEOUT_S
+from engines.isolation import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S
 from engines.readings import unknown_functions
+from engines.screening import screen
 from engines.tables import structured_rewrites
 from engines.tools import version_output
 
@@ -61,13 +64,26 @@ def _uno_reason() -> str | None:
     return None
 
 
+@functools.cache
+def network_sandbox() -> list[str]:
+    """The command that runs soffice with no network (a namespace of its own), or [] where
+    this system does not allow one."""
+    command = ["unshare", "--net", "--map-current-user"]
+    try:
+        works = subprocess.run([*command, "true"], capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        works = False
+    return command if works else []
+
+
 class LibreOfficeEngine:
     name = "libreoffice"
     full = True
     isolates_itself = True
 
-    def __init__(self, timeout_s: float = DEFAULT_TIMEOUT_S):
+    def __init__(self, timeout_s: float = DEFAULT_TIMEOUT_S, memory_mb: int = DEFAULT_MEMORY_MB):
         self.timeout_s = timeout_s
+        self.memory_mb = memory_mb
         self._helper: subprocess.Popen | None = None
         self._profile: str | None = None
         atexit.register(self.close)
@@ -81,8 +97,13 @@ class LibreOfficeEngine:
         return _uno_reason()
 
     def evaluate(self, path: Path, cells: Sequence[CellRef]) -> WorkbookValues:
-        if (missing := missing_file(path)) is not None:
-            return missing
+        screening = screen(path)
+        if screening.failure is not None:
+            return WorkbookValues(failure=screening.failure)
+        if screening.network_functions:
+            calls = ", ".join(screening.network_functions)
+            return WorkbookValues(failure=WorkbookFailure(
+                "network-function", f"the workbook calls {calls}, which LibreOffice would fetch from the network"))
         try:
             helper = self._ensure_helper()
         except RuntimeError as exc:
@@ -101,7 +122,8 @@ class LibreOfficeEngine:
             died = helper.poll() is not None
             self.close()
             if died:
-                return WorkbookValues(failure=WorkbookFailure("crashed", "LibreOffice died while evaluating"))
+                return WorkbookValues(failure=WorkbookFailure(
+                    "crashed", f"LibreOffice died while evaluating (a crash, or its {self.memory_mb} MB memory limit)"))
             return WorkbookValues(failure=WorkbookFailure("timeout", f"LibreOffice took longer than {self.timeout_s:g} s"))
         if not reply.get("ok"):
             return WorkbookValues(failure=WorkbookFailure(reply.get("reason", "crashed"), reply.get("detail", "")))
@@ -113,7 +135,7 @@ class LibreOfficeEngine:
         self.close()
         self._profile = tempfile.mkdtemp(prefix="regrade-libreoffice-")
         self._helper = subprocess.Popen(
-            [SYSTEM_PYTHON, str(WORKER), self._profile],
+            [SYSTEM_PYTHON, str(WORKER), self._profile, str(self.memory_mb), *network_sandbox()],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
             start_new_session=True,  # the helper and its soffice share a process group we can kill
             env={**os.environ, "HOME": self._profile},

@@ -1,8 +1,10 @@
 """LibreOffice helper: runs under Debian's /usr/bin/python3, which has the UNO bridge.
 
-    /usr/bin/python3 engines/libreoffice_worker.py PROFILE_DIR
+    /usr/bin/python3 engines/libreoffice_worker.py PROFILE_DIR MEMORY_MB [SANDBOX COMMAND ...]
 
-It starts a headless soffice with a private profile in PROFILE_DIR (never the user's)
+It starts a headless soffice limited to MEMORY_MB of address space (under SANDBOX COMMAND when given: ``unshare --net
+--map-current-user``, a network namespace with no interface but loopback, which is
+down) with a private profile in PROFILE_DIR (never the user's)
 that recalculates every formula on load, never updates external links and never
 runs macros, then answers requests, one JSON object per line on stdin:
 
@@ -23,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import subprocess
 import sys
 import time
@@ -59,16 +62,17 @@ def prop(name, value):
     return p
 
 
-def start_office(profile: str):
+def start_office(profile: str, memory_mb: int, sandbox: list):
     user = os.path.join(profile, "user")
     os.makedirs(user, exist_ok=True)
     with open(os.path.join(user, "registrymodifications.xcu"), "w", encoding="utf-8") as handle:
         handle.write(PROFILE_SETTINGS)
     pipe = f"regrade-{uuid.uuid4().hex}"
     office = subprocess.Popen(
-        ["soffice", "--headless", "--invisible", "--nologo", "--norestore", "--nodefault", "--nolockcheck",
+        [*sandbox, "soffice", "--headless", "--invisible", "--nologo", "--norestore", "--nodefault", "--nolockcheck",
          f"-env:UserInstallation=file://{profile}", f"--accept=pipe,name={pipe};urp;StarOffice.ComponentContext"],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (memory_mb << 20, memory_mb << 20)),
     )
     local = uno.getComponentContext()
     resolver = local.ServiceManager.createInstanceWithContext("com.sun.star.bridge.UnoUrlResolver", local)
@@ -258,7 +262,7 @@ def evaluate(desktop, known: set, request: dict) -> dict:
 
 def main() -> None:
     profile = sys.argv[1]
-    office, desktop, known = start_office(profile)
+    office, desktop, known = start_office(profile, int(sys.argv[2]), sys.argv[3:])
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         if not line.strip():
@@ -268,6 +272,8 @@ def main() -> None:
         except Exception as exc:  # a UNO failure mid-document: report it, keep serving
             reply = {"ok": False, "reason": "crashed", "detail": f"LibreOffice failed: {type(exc).__name__}: {exc}"}
         print(json.dumps(reply), flush=True)
+        if office.poll() is not None:
+            raise SystemExit("soffice died")  # the engine starts a new helper for the next workbook
     try:
         desktop.terminate()
     except Exception:

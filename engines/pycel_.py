@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from engines.base import (
-    missing_file,
     EXCEL_ERROR_CODES, CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues,
 )
 from engines.cones import abstain_on_external_links
+from engines.screening import refusal
 from engines.sheets import resolve_sheet
 from engines.tools import PythonPackageEngine
 
@@ -34,8 +34,8 @@ class PycelEngine(PythonPackageEngine):
     def evaluate(self, path: Path, cells: Sequence[CellRef]) -> WorkbookValues:
         from pycel import ExcelCompiler
 
-        if (missing := missing_file(path)) is not None:
-            return missing
+        if (refused := refusal(path)) is not None:
+            return refused
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")

@@ -17,12 +17,14 @@ import openpyxl
 from engines.base import EXCEL_ERROR_CODES, CannotEvaluate, CellRef, CellResult, Engine, ExcelError, WorkbookValues
 from engines.cones import VOLATILE_FUNCTIONS, FormulaGraph
 from engines.readings import number_value
+from engines.screening import HOSTILE_REASONS, screen
 from engines.sheets import formula_text, load_formula_book, resolve_sheet
 from regrade.compare import Policy, SheetExtent, TargetError
 from regrade.runs import Case
 
 # A workbook failure that is the output's own fault: the grade is a genuine fail.
-OUTPUT_FAULTS = frozenset({"missing-file", "unreadable-output"})
+OUTPUT_FAULTS = frozenset({"missing-file", *HOSTILE_REASONS})  # the output itself is broken: a fail
+LIMIT_FAULTS = frozenset({"timeout", "memory-limit", "crashed"})  # an engine hit a limit or died: nothing is known
 
 
 @dataclass(frozen=True)
@@ -129,8 +131,8 @@ class GoldenError(Exception):
 
 def load_golden(path: Path) -> Golden:
     """The golden workbook; the last few are kept, as every condition of a task reads the same one."""
-    if not path.is_file():
-        raise GoldenError(f"golden file {path} does not exist")
+    if (failure := screen(path).failure) is not None:
+        raise GoldenError(f"golden file {path}: {failure.reason}: {failure.detail}")
     stat = path.stat()
     return _load_golden(path.resolve(), stat.st_mtime_ns, stat.st_size)
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import os
 import platform
+import stat
 import subprocess
 from importlib import metadata
 from pathlib import Path
@@ -21,9 +23,12 @@ def regrade_version() -> str:
 
 
 def sha256_file(path: Path) -> str | None:
-    """The file's sha256, or None when it cannot be read (missing, a folder...)."""
+    """The file's sha256, or None when it is not a regular file that can be read (missing, a
+    folder, a pipe or a device, which could block or never end)."""
     digest = hashlib.sha256()
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
         with path.open("rb") as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)

@@ -12,10 +12,11 @@ from typing import Sequence
 from openpyxl.utils.cell import range_boundaries
 
 from engines.base import CellRef, CellResult, Engine, WorkbookValues
+from engines.screening import screen
 from engines.sheets import array_formula_ranges
 from regrade.compare import Policy, TargetError
 from regrade.consensus import consensus
-from regrade.grading import Golden, GoldenError, Grade, grade, load_golden
+from regrade.grading import LIMIT_FAULTS, OUTPUT_FAULTS, Golden, GoldenError, Grade, grade, load_golden
 from regrade.runs import Case
 from regrade.verdicts import CONFIRMED_FAIL, INVALID_GOLDEN, UNEVALUABLE, cell_reason, classify
 
@@ -57,7 +58,13 @@ def rescore_case(case: Case, policy: Policy, shallow: Engine, fulls: Sequence[En
     if not case.output_path.exists():
         return CaseResult(case, False, False, CONFIRMED_FAIL, ["missing-output"], f"{case.output_path} does not exist")
 
+    refused = screen(case.output_path).failure  # screened once here: the engines' workers inherit the verdict
+    if refused is not None and refused.reason in OUTPUT_FAULTS:  # no grader can read it: a genuine failure
+        return CaseResult(case, False, False, CONFIRMED_FAIL, [refused.reason], refused.detail)
     stored = shallow.evaluate(case.output_path, targets)
+    if stored.failure is not None and stored.failure.reason in LIMIT_FAULTS:  # what the grader read is unknown
+        return CaseResult(case, None, None, UNEVALUABLE, [stored.failure.reason],
+                          f"the value-only reading ({shallow.name}) failed: {stored.failure.detail}")
     if (problem := golden.problem(targets)) is not None:
         shallow_grade = grade(policy, targets, golden, shallow.name, stored)
         return CaseResult(case, bool(shallow_grade.passed), None, INVALID_GOLDEN, ["invalid-golden"], problem)
@@ -66,9 +73,9 @@ def rescore_case(case: Case, policy: Policy, shallow: Engine, fulls: Sequence[En
     full_grade = grade(policy, targets, golden, "+".join(e.name for e in fulls), agreed.view, recomputed=True)
     shallow_pass = bool(shallow_grade.passed)  # a value-only grader counts any failure to read as a fail
     full_pass = full_grade.passed
-    if shallow_grade.reason == "unreadable-output" and full_pass is None:
+    if shallow_grade.reason in OUTPUT_FAULTS and full_pass is None:
         full_pass = False  # no reader accepts the file: the output itself is broken
-        full_grade.reason = "unreadable-output"
+        full_grade.reason = shallow_grade.reason
     verdict = classify(shallow_pass, full_pass, full_grade.reason)
     cells = _disagreements(golden, shallow_grade, full_grade, agreed.by_engine, _spill_cells(case.output_path, stored))
     reasons = [r for r in (shallow_grade.reason, full_grade.reason) if r and r != "wrong-value"]

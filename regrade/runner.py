@@ -35,6 +35,7 @@ from regrade.verdicts import UNEVALUABLE
 
 CACHE_FORMAT = 1
 SHALLOW_ENGINES = ("cached", "gnumeric", "libreoffice")  # how a value-only grader may have read the values
+INTERNAL_ERROR = "internal-error"
 
 
 @dataclass(frozen=True)
@@ -121,7 +122,7 @@ def rescore_run(
     def finish(index: int, grading: dict, cached: bool) -> None:
         record = {**case_fields(cases[index]), **grading}
         records[index] = record
-        if cache is not None and keys[index] and not cached:
+        if cache is not None and keys[index] and not cached and INTERNAL_ERROR not in grading["reasons"]:
             cache.put(keys[index], grading)
         if sink is not None:
             sink.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
@@ -200,8 +201,13 @@ def _open_worker_engines(settings: RescoreSettings) -> None:
 
 
 def rescore_case_grading(case: Case) -> dict:
-    """One case's grading with this worker's engines."""
-    result = rescore_case(case, _WORKER["policy"], _WORKER["shallow"], _WORKER["fulls"])
+    """One case's grading with this worker's engines; a fault of regrade's own on this case
+    costs this case only (``internal-error``, never cached) and the run goes on."""
+    try:
+        result = rescore_case(case, _WORKER["policy"], _WORKER["shallow"], _WORKER["fulls"])
+    except Exception as exc:
+        result = CaseResult(case, None, None, UNEVALUABLE, [INTERNAL_ERROR],
+                            f"regrade failed on this case ({type(exc).__name__}: {exc}); please report it")
     return grading_fields(result)
 
 

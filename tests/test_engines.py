@@ -85,7 +85,7 @@ def test_missing_and_corrupt_files_are_workbook_failures(tmp_path):
     for engine in (CachedEngine(), IronCalcEngine()):
         assert engine.evaluate(tmp_path / "nope.xlsx", []).failure.reason == "missing-file"
     assert CachedEngine().evaluate(corrupt, []).failure.reason == "unreadable-output"
-    assert IronCalcEngine().evaluate(corrupt, []).failure.reason == "load-failed"
+    assert IronCalcEngine().evaluate(corrupt, []).failure.reason == "unreadable-output"  # screened before loading
 
 
 class PanickingEngine(IronCalcEngine):
