@@ -206,6 +206,14 @@ def rescore_command(dataset, conditions, stack, benchmark, manifest, policy, tim
     results file starts with a provenance record (versions, settings, sha256 of every
     input file); stdout gets the count of each verdict.
 
+    Every output is treated as hostile: before any engine opens it, it is screened
+    (missing, not a regular file, not a zip, corrupt, encrypted, a renamed .xls, over
+    256 MB, a zip bomb, an XML part with a DTD or entities): such an output is a
+    confirmed-fail with the reason (unreadable-output, encrypted, legacy-format,
+    too-large, zip-bomb, hostile-xml). No engine reaches the network (LibreOffice runs
+    in a network namespace where Linux allows it and declines WEBSERVICE) and no input
+    file is modified.
+
     Cases run in a pool of --workers processes; every engine runs each workbook
     under a time limit (--timeout) and a memory limit, so a crash or hang makes that
     case unevaluable and the run goes on. Finished gradings are cached by content
