@@ -241,12 +241,18 @@ def test_a_run_killed_at_a_random_point_resumes_to_identical_results(tmp_path):
 
     results = tmp_path / "results.jsonl"
     results.write_text("an older, complete results file\n")
-    seconds = random.Random(20261130).uniform(1.0, 3.0)  # seeded: the same point on every run of the test
     command = [sys.executable, "-m", "regrade.cli", "rescore", "--manifest", str(manifest), "-o", str(results),
                *options, "--cache-dir", str(cache)]
+    finished = random.Random(20261130).randint(3, 30)  # seeded: kill after this many of the 45 cases
+    partial = results.with_name(f".{results.name}.partial")
     killed = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                               start_new_session=True)
-    time.sleep(seconds)
+    deadline = time.monotonic() + 300
+    while killed.poll() is None and time.monotonic() < deadline:
+        if partial.exists() and len(partial.read_text(encoding="utf-8").splitlines()) >= finished:
+            break
+        time.sleep(0.01)
+    assert killed.poll() is None, "the run ended before it could be killed"
     os.killpg(killed.pid, signal.SIGKILL)
     killed.wait()
     assert results.read_text() == "an older, complete results file\n"  # never truncated or half-written
