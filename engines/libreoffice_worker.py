@@ -129,11 +129,11 @@ def read_cells(doc, sheet, cells: list) -> list:
     box when it is dense enough, else one block per row (one call per cell took 35 s
     for the 6,403 answer cells of SpreadsheetBench task 41-47; a block takes 0.1 s).
     """
-    rows = sorted({row for row, _ in cells})
+    rows = [row for row, _ in cells]
     columns = [column for _, column in cells]
-    area = (rows[-1] - rows[0] + 1) * (max(columns) - min(columns) + 1)
-    if area <= 4 * len(cells) + 4096:
-        boxes = [(rows[0], min(columns), rows[-1], max(columns))]
+    top, left, bottom, right = min(rows), min(columns), max(rows), max(columns)
+    if (bottom - top + 1) * (right - left + 1) <= 4 * len(cells) + 4096:
+        boxes = [(top, left, bottom, right)]
     else:
         by_row: dict = {}
         for row, column in cells:

@@ -27,6 +27,11 @@ OUTPUT_FAULTS = frozenset({"missing-file", *HOSTILE_REASONS})  # the output itse
 LIMIT_FAULTS = frozenset({"timeout", "memory-limit", "crashed"})  # an engine hit a limit or died: nothing is known
 
 
+def output_fault(reason: str) -> str:
+    """The case-level reason for a workbook failure: an engine's missing file is the run's missing output."""
+    return "missing-output" if reason == "missing-file" else reason
+
+
 @dataclass(frozen=True)
 class CellOutcome:
     """One graded cell that did not simply match: a mismatch or an abstention."""
@@ -185,8 +190,7 @@ def grade(
     """
     if values.failure is not None:
         fault = values.failure.reason in OUTPUT_FAULTS
-        reason = "missing-output" if values.failure.reason == "missing-file" else values.failure.reason
-        return Grade(engine, False if fault else None, reason, values.failure.detail)
+        return Grade(engine, False if fault else None, output_fault(values.failure.reason), values.failure.detail)
     result = Grade(engine, True, formulas=values.formulas, values=values.cells)
     missing_sheets: set[str] = set()
     for ref in targets:

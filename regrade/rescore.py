@@ -16,7 +16,7 @@ from engines.screening import screen
 from engines.sheets import array_formula_ranges
 from regrade.compare import Policy, TargetError
 from regrade.consensus import consensus
-from regrade.grading import LIMIT_FAULTS, OUTPUT_FAULTS, Golden, GoldenError, Grade, grade, load_golden
+from regrade.grading import LIMIT_FAULTS, OUTPUT_FAULTS, Golden, GoldenError, Grade, grade, load_golden, output_fault
 from regrade.runs import Case
 from regrade.verdicts import CONFIRMED_FAIL, INVALID_GOLDEN, UNEVALUABLE, cell_reason, classify
 
@@ -55,12 +55,9 @@ def rescore_case(case: Case, policy: Policy, shallow: Engine, fulls: Sequence[En
         if exc.reason == "official-grader-error":  # the official grader fails it whatever the values
             return CaseResult(case, False, False, CONFIRMED_FAIL, [exc.reason], str(exc))
         return CaseResult(case, None, None, UNEVALUABLE, [exc.reason], f"task {case.task_id}: {exc}")
-    if not case.output_path.exists():
-        return CaseResult(case, False, False, CONFIRMED_FAIL, ["missing-output"], f"{case.output_path} does not exist")
-
     refused = screen(case.output_path).failure  # screened once here: the engines' workers inherit the verdict
-    if refused is not None and refused.reason in OUTPUT_FAULTS:  # no grader can read it: a genuine failure
-        return CaseResult(case, False, False, CONFIRMED_FAIL, [refused.reason], refused.detail)
+    if refused is not None and refused.reason in OUTPUT_FAULTS:  # missing, or no grader can read it: a genuine failure
+        return CaseResult(case, False, False, CONFIRMED_FAIL, [output_fault(refused.reason)], refused.detail)
     stored = shallow.evaluate(case.output_path, targets)
     if stored.failure is not None and stored.failure.reason in LIMIT_FAULTS:  # what the grader read is unknown
         return CaseResult(case, None, None, UNEVALUABLE, [stored.failure.reason],

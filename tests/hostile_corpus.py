@@ -381,7 +381,6 @@ def _duplicate_members(path: Path) -> None:
                 archive.writestr(item.filename, data.read(item))
 
 
-GOLDEN = answer_book
 HEAVY = {"dense-million-rows", "ten-thousand-sheets"}  # minutes, not seconds: bench/hostile.py runs them
 
 
@@ -390,7 +389,7 @@ def build(folder: Path, names: set[str] | None = None) -> tuple[Path, list[tuple
     (kind, output path) pairs."""
     folder.mkdir(parents=True, exist_ok=True)
     golden = folder / "golden.xlsx"
-    golden.write_bytes(GOLDEN())
+    golden.write_bytes(answer_book())
     made = []
     for index, kind in enumerate(kinds()):
         if names is not None and kind.name not in names:
