@@ -582,7 +582,8 @@ def _match(args: list[Argument]) -> object:
     """MATCH over each of an array of lookup values: exact (0, wildcards for text) and sorted (1, -1)."""
     if not 2 <= len(args) <= 3:
         return VALUE
-    mode = _mode(args[2] if len(args) == 3 else None, 1)
+    # an argument written as nothing is 0 (exact) in MATCH(x, range, ); only a missing one means 1
+    mode = 0 if len(args) == 3 and args[2].omitted else _mode(args[2] if len(args) == 3 else None, 1)
     if mode not in (0, 1, -1):
         return VALUE
     table = args[1].rows
