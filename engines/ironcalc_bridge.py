@@ -13,7 +13,10 @@ COUNT, SMALL, LARGE     formula (``AVERAGE(IF(A2:A9=x, B2:E9))``); bridged only 
                         over such an argument
 ISNUMBER, ISERR, ISNA,  IronCalc does not apply them element by element over an
 the other IS functions, array; bridged where an array may reach them: in an array
-N, NOT, MOD, MATCH      formula or inside SUMPRODUCT, AGGREGATE, LOOKUP, MMULT
+N, NOT, MOD, MATCH,     formula or inside SUMPRODUCT, AGGREGATE, LOOKUP, MMULT
+COUNTIF's criteria      (COUNTIF(range, array) counts for the first criterion only)
+YEAR, MONTH, DAY,       IronCalc dates serials below 61 one day off and gives
+EOMONTH, EDATE          ``#NUM!`` for 0, an empty cell (:mod:`engines.functions.dates`)
 ======================  ===========================================================
 
 Every formula holding such a call is resolved innermost call first, all formulas at
@@ -47,6 +50,8 @@ from openpyxl.utils.cell import get_column_letter, range_boundaries
 
 from engines.base import ExcelError
 from engines.functions.aggregate import Item, aggregate
+from engines.functions.criteria import countif
+from engines.functions.dates import day, edate, eomonth, month, year
 from engines.functions.lookup import NA, NotImplementedMode, lookup, xlookup, xmatch
 
 MAX_PASSES = 6
@@ -57,7 +62,7 @@ MAX_ROWS = 1_048_576
 VALUE = ExcelError("#VALUE!")
 _CANDIDATE = re.compile(
     r"(?<![A-Za-z0-9_.])(?:_xlfn\.)?(?:aggregate|subtotal|xlookup|xmatch|lookup|sum|average|min|max|count|small|large"
-    r"|is[a-z]+|n|not|mod|match)\(",
+    r"|is[a-z]+|n|not|mod|match|countif|year|month|day|eomonth|edate)\(",
     re.IGNORECASE,
 )
 _SUBTOTAL_BY_IRONCALC = re.compile(r"\s*(?:10[1-9]|[1-9]|1[01])\s*")  # IronCalc's own are right
@@ -602,9 +607,22 @@ def _match(args: list[Argument]) -> object:
     return _elementwise(one)([args[0]])
 
 
+def _countif(args: list[Argument]) -> object:
+    """COUNTIF over each of an array of criteria (:mod:`engines.functions.criteria`)."""
+    if len(args) != 2:
+        return VALUE
+    cells = [value for row in args[0].rows for value in row]
+    return _elementwise(lambda criterion: countif(cells, criterion))([args[1]])
+
+
 def _array_position(args: list[str], in_array: bool, positions: tuple[int, ...] = (0,)) -> bool:
     """In an array context, a call whose scalar argument(s) may hold an array (an expression or a range)."""
     return in_array and any(i < len(args) and (_is_expression(args[i]) or ":" in args[i]) for i in positions)
+
+
+def _date_call(count: int) -> Callable[[list[str], bool], bool]:
+    """A date function of ``count`` arguments; outside array formulas, not over a range (Excel intersects it)."""
+    return lambda args, in_array: len(args) == count and (in_array or ":" not in args[0])
 
 
 def _without_intersection(text: str) -> str:
@@ -646,6 +664,11 @@ _FUNCTIONS: dict[str, _Function] = {
        )},
     "MOD": _Function(lambda args, in_array: len(args) == 2 and _array_position(args, in_array, (0, 1)), _elementwise(_mod)),
     "MATCH": _Function(lambda args, in_array: _array_position(args, in_array), _match),
+    "COUNTIF": _Function(lambda args, in_array: len(args) == 2 and _array_position(args, in_array, (1,)), _countif),
+    # IronCalc dates serials below 61 (an empty cell is 0) from 1899-12-30: EOMONTH(0, 0) is #NUM!
+    **{name: _Function(_date_call(count), _elementwise(function))
+       for name, count, function in (("YEAR", 1, year), ("MONTH", 1, month), ("DAY", 1, day),
+                                     ("EOMONTH", 2, eomonth), ("EDATE", 2, edate))},
 }
 _ARRAY_NATIVE = {"SUMPRODUCT", "AGGREGATE", "LOOKUP", "MMULT"}  # their arguments are arrays outside array formulas too
 

@@ -77,7 +77,7 @@ def _find(value: object, values: list[object], match_mode: int, search_mode: int
         raise ValueError(f"match_mode {match_mode}, search_mode {search_mode}")
     order = range(len(values)) if search_mode == 1 else range(len(values) - 1, -1, -1)
     if match_mode == 2 and isinstance(value, str):
-        pattern = _wildcard(value)
+        pattern = wildcard_pattern(value)
         return next((i for i in order if isinstance(values[i], str) and pattern.fullmatch(values[i])), None)
     key = _key(value)
     exact = next((i for i in order if _key(values[i]) == key), None)
@@ -104,7 +104,8 @@ def _key(value: object) -> tuple[int, object]:
     return (3, 0)  # empty
 
 
-def _wildcard(text: str) -> re.Pattern[str]:
+def wildcard_pattern(text: str) -> re.Pattern[str]:
+    """Excel's wildcards as a case-insensitive pattern for ``fullmatch``: ``*``, ``?``, ``~`` escaping."""
     out, escaped = [], False
     for char in text:
         if escaped:

@@ -1,0 +1,47 @@
+"""COUNTIF's criteria (engines/functions/criteria.py): each expected count worked out by hand
+from Excel's documented rules (the probe array-sumproduct-countif checks the bridge end to end)."""
+
+import pytest
+
+from engines.base import ExcelError
+from engines.functions.criteria import countif
+from engines.functions.lookup import NotImplementedMode
+
+CELLS = [1.0, 2.0, "2", "apple", "Apricot", "banana", None, "", True, ExcelError("#N/A"), 10.0]
+
+
+@pytest.mark.parametrize(
+    "criterion, expected, why",
+    [
+        (2.0, 2, "the number 2 and the text 2"),
+        ("2", 2, "a numeric text criterion is the number"),
+        (">1", 2, "2 and 10; text never compares with a number"),
+        ("<=2", 2, "1 and 2"),
+        ("<>2", 9, "all but the two 2s, blanks and text included"),
+        ("a*", 2, "apple, Apricot: wildcards ignore case"),
+        ("?pple", 1, "apple"),
+        ("<>a*", 9, "everything but apple and Apricot"),
+        ("", 2, "the blank cell and the empty text"),
+        ("=", 1, "only the blank cell"),
+        ("<>", 10, "every cell but the blank one"),
+        (True, 1, "the logical TRUE, not the number 1"),
+        ("TRUE", 1, "TRUE written as text is the logical value"),
+        (ExcelError("#N/A"), 1, "the same error"),
+        (None, 0, "an empty criterion cell is 0: no cell holds 0"),
+        ("ban~*", 0, "~* is a literal star"),
+    ],
+)
+def test_criteria(criterion, expected, why):
+    assert countif(CELLS, criterion) == expected, why
+
+
+def test_text_orders_alphabetically_and_never_against_numbers():
+    assert countif(["apple", "Apricot", "banana", "2", 5.0, None], "<b") == 3  # apple, Apricot and the text 2
+    assert countif(["apple", "Apricot", "banana", "2", 5.0, None], ">=B") == 1  # banana
+
+
+def test_a_date_written_as_text_is_left_to_the_engine():
+    with pytest.raises(NotImplementedMode):
+        countif(CELLS, "<1/1/2024")
+    with pytest.raises(NotImplementedMode):
+        countif(CELLS, ">=12:30")
