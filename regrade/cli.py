@@ -9,6 +9,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from dataclasses import asdict
 from pathlib import Path
 from typing import Callable
 
@@ -19,7 +20,12 @@ from engines.registry import ENGINES, FULL_ENGINES, default_full_engines, get_en
 from regrade import demo as demo_run
 from regrade import diff
 from regrade.compare import POLICIES, get_policy
+from regrade.audit_benchmark import RECALC_ENGINES, SEVERITIES, audit_benchmark
+from regrade.audit_grader import audit_grader, audit_table
 from regrade.conformance import conformance, percentile
+from regrade.controls import PACK as CONTROL_PACK
+from regrade.controls import load_pack
+from regrade.graders import GRADERS, GraderError, make_grader
 from regrade.grading import grade_case
 from regrade.paired import AGGREGATES, UNITS, PairingError, aggregate, changed_transitions, count_changes, paired_table
 from regrade.probes import MATRIX, OUTCOMES, load_matrix, run_pack
@@ -529,6 +535,146 @@ def probes_command(engine_names, record, fmt):
     totals = probe_scores(matrix)
     rows += [{"probe": f"total {outcome}", **{n: totals[n][outcome] for n in names}} for outcome in OUTCOMES]
     click.echo(render(["probe", *names], rows, fmt))
+
+
+@main.group("audit")
+def audit_group():
+    """Audit a benchmark's data, or a grader against sealed controls whose truth is known.
+
+    \b
+    Examples:
+      regrade audit benchmark ../shared/spreadsheetbench
+      regrade audit grader spreadsheetbench-official gnumeric-recalc regrade
+      regrade audit table official.json mine.json
+    """
+
+
+@audit_group.command("benchmark")
+@click.argument("folder", type=click.Path(path_type=Path, file_okay=False, exists=True))
+@click.option("--grader", default="spreadsheetbench-official", show_default=True, type=click.Choice(list(GRADERS)),
+              help="The grader the self-match and do-nothing checks use.")
+@click.option("--recalc", type=click.Choice(RECALC_ENGINES), help="Also report answer cells this recalculation cannot compute "
+              "(e.g. AGGREGATE under gnumeric). Slower: it recalculates every answer file.")
+@click.option("--fail-on", type=click.Choice(SEVERITIES), default="error", show_default=True,
+              help="Exit with status 1 when a finding of this severity or worse exists.")
+@click.option("--workers", type=int, help="Processes (default: CPU count).")
+@click.option("--limit", type=int, help="Only the first N tasks of dataset.json.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@library_errors
+@click.pass_context
+def audit_benchmark_command(ctx, folder, grader, recalc, fail_on, workers, limit, fmt):
+    """Check a benchmark's tasks: goldens that fail themselves, inputs that already pass,
+    malformed or repaired answer_position, goldens with uncached formulas, volatile
+    functions or mostly empty answer ranges, missing or corrupt files, unusual test-case
+    counts (and, with --recalc, functions a recalculation cannot compute).
+
+    FOLDER is SpreadsheetBench-layout (dataset.json, spreadsheet/<id>/<n>_<id>_answer.xlsx
+    and _input.xlsx; the Verified _golden/_init naming too). Every finding has a stable id,
+    a severity, the task and a message (README lists the ids). --format json gives the
+    report with a summary; csv gives one row per finding.
+
+    \b
+    Example:
+      regrade audit benchmark ../shared/spreadsheetbench --format json > audit.json
+    """
+    report = audit_benchmark(folder, grader, recalc, workers, limit)
+    columns = ["id", "severity", "task_id", "case", "message"]
+    if fmt == "json":
+        click.echo(json.dumps({"format_version": 1, **report.as_json()}, indent=2, ensure_ascii=False))
+    elif fmt == "csv":
+        click.echo(render(["grader", *columns], report.flatten(), "csv"))
+    else:
+        summary = report.summary()
+        click.echo(render(columns, [asdict(f) for f in report.findings()], fmt))
+        click.echo(f"\n{summary['tasks']} tasks, {summary['cases']} test cases, graded by {report.grader}: "
+                   f"{summary['golden_fails_itself']} goldens fail themselves, {summary['inputs_passing']} unmodified "
+                   f"inputs pass ({summary['tasks_passing_unmodified']} tasks pass in full without any change).")
+        click.echo("findings: " + (", ".join(f"{k} {v}" for k, v in summary["findings"].items()) or "none"))
+    worst = report.worst()
+    if worst is not None and SEVERITIES.index(worst) >= SEVERITIES.index(fail_on):
+        ctx.exit(1)
+
+
+@audit_group.command("grader")
+@click.argument("names", nargs=-1)
+@click.option("--command", "command", metavar="'CMD {output} {answer} {position}'", help="A grader run as a command: "
+              "exit status 0 is a pass (or, with --threshold, the last number it prints is its score).")
+@click.option("--callable", "callable_target", metavar="MODULE:FUNCTION", help="A Python grader called as "
+              "function(output, answer, position) -> bool, or a score with --threshold.")
+@click.option("--threshold", type=float, help="The score a --command or --callable grader needs to pass.")
+@click.option("--pack", "pack_dir", type=click.Path(path_type=Path, file_okay=False), default=CONTROL_PACK,
+              show_default=True, help="The sealed control pack.")
+@click.option("--expect-digest", metavar="DIGEST", help="Refuse to run unless the pack's digest is this one.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@library_errors
+def audit_grader_command(names, command, callable_target, threshold, pack_dir, expect_digest, fmt):
+    """Run graders over the sealed control pack and count what each gets wrong.
+
+    Positive controls are correct outputs written many ways (no cached values, AGGREGATE,
+    structured references, XLOOKUP, spilled arrays, numbers as text, dates, booleans,
+    trailing spaces, formatting); negative controls are wrong ones (wrong values, empty
+    output, the unmodified input, a stale cache, the right value in the wrong cell or
+    sheet, a missing answer sheet, an uncomputed formula where the answer is empty).
+    Per category: false fails (correct outputs failed) and false passes (wrong outputs
+    passed), the failing controls named. Every report carries the pack digest, the
+    grader's settings and regrade's version.
+
+    NAMES are built-in graders: spreadsheetbench-official, spreadsheetbench,
+    gnumeric-recalc, libreoffice-recalc, regrade (several make one table). Or give
+    --command or --callable instead.
+
+    \b
+    Examples:
+      regrade audit grader spreadsheetbench-official gnumeric-recalc regrade
+      regrade audit grader --command 'python my_grader.py {output} {answer} {position}'
+      regrade audit grader --callable my_grader:grade --threshold 1 --format json
+    """
+    pack = load_pack(pack_dir, expect_digest)
+    graders = [make_grader(None, command, callable_target, threshold)] if command or callable_target else []
+    if graders and names:
+        raise GraderError("give built-in names or --command/--callable, not both")
+    graders += [make_grader(name) for name in names]
+    if not graders:
+        raise GraderError(f"name a grader: one of {', '.join(GRADERS)}, or --command, or --callable")
+    reports = [audit_grader(grader, pack).as_json() for grader in graders]
+    _show_grader_audits(reports, fmt)
+
+
+@audit_group.command("table")
+@click.argument("reports", nargs=-1, required=True, type=click.Path(path_type=Path, dir_okay=False, exists=True))
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@library_errors
+def audit_table_command(reports, fmt):
+    """Put saved grader audits (audit grader --format json) side by side; says so when they
+    were made with different control packs or regrade versions.
+
+    \b
+    Example:
+      regrade audit grader regrade --format json > regrade.json
+      regrade audit table official.json regrade.json
+    """
+    loaded = []
+    for path in reports:
+        data = json.loads(path.read_text())
+        loaded.extend(data["reports"] if "reports" in data else [data])
+    _show_grader_audits(loaded, fmt)
+
+
+def _show_grader_audits(reports: list[dict], fmt: str) -> None:
+    rows, warnings = audit_table(reports)
+    for warning in warnings:
+        click.echo(f"warning: {warning}", err=True)
+    if fmt == "json":
+        payload = reports[0] if len(reports) == 1 else {"reports": reports, "warnings": warnings}
+        click.echo(json.dumps({"format_version": 1, **payload}, indent=2, ensure_ascii=False))
+        return
+    click.echo(render(["grader", "pack", "kind", "category", "probes", "false_fail", "false_pass", "failing"], rows, fmt))
+    if fmt == "table":
+        for report in reports:
+            wrong = sum(c["false_fail"] + c["false_pass"] for c in report["categories"])
+            total = sum(c["probes"] for c in report["categories"])
+            click.echo(f"{report['grader']}: {wrong} of {total} controls judged wrongly "
+                       f"(pack {report['pack_digest'][:12]}, regrade {report['regrade_version']})")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,8 +1,8 @@
 """Combining several full engines into one recomputed view of an output.
 
 For each graded cell every engine's value is taken through
-:func:`regrade.grading.recomputed_view` (formula cells as computed, constants as
-stored). Engines that abstain on the cell, or could not evaluate the workbook, do
+:func:`regrade.grading.recomputed_view` (formula cells and the cells array formulas
+cover as computed, constants as stored). Engines that abstain on the cell, or could not evaluate the workbook, do
 not vote. Then:
 
 - the voters agree (under the policy's equality): the cell takes their value;
@@ -15,6 +15,7 @@ not vote. Then:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Collection
 
 from engines.base import CannotEvaluate, CellRef, CellResult, WorkbookValues
 from regrade.compare import Policy
@@ -28,10 +29,12 @@ class Consensus:
     by_engine: dict[CellRef, dict[str, CellResult]] = field(default_factory=dict)
 
 
-def consensus(policy: Policy, stored: WorkbookValues, computed: dict[str, WorkbookValues]) -> Consensus:
+def consensus(
+    policy: Policy, stored: WorkbookValues, computed: dict[str, WorkbookValues], spilled: Collection[CellRef] = ()
+) -> Consensus:
     if not computed:
         raise ValueError("a consensus needs at least one engine")
-    views = {name: recomputed_view(stored, values) for name, values in computed.items()}
+    views = {name: recomputed_view(stored, values, spilled) for name, values in computed.items()}
     readable = [v for v in views.values() if v.failure is None]
     if not readable:
         failures = [f"{name}: {v.failure.reason} ({v.failure.detail})" for name, v in views.items() if v.failure]

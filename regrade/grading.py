@@ -11,14 +11,16 @@ import functools
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Collection
 
 import openpyxl
+from openpyxl.utils.cell import range_boundaries
 
 from engines.base import EXCEL_ERROR_CODES, CannotEvaluate, CellRef, CellResult, Engine, ExcelError, WorkbookValues
 from engines.cones import VOLATILE_FUNCTIONS, FormulaGraph
 from engines.readings import number_value
 from engines.screening import HOSTILE_REASONS, screen
-from engines.sheets import formula_text, load_formula_book, resolve_sheet
+from engines.sheets import array_formula_ranges, formula_text, load_formula_book, resolve_sheet
 from regrade.compare import Policy, SheetExtent, TargetError
 from regrade.runs import Case
 
@@ -154,8 +156,11 @@ def _load_golden(path: Path, mtime_ns: int, size: int) -> Golden:
     return Golden(path, extents, book)
 
 
-def recomputed_view(stored: WorkbookValues, computed: WorkbookValues) -> WorkbookValues:
-    """The output as a full engine sees it: formula cells as the engine computed them,
+def recomputed_view(
+    stored: WorkbookValues, computed: WorkbookValues, spilled: Collection[CellRef] = ()
+) -> WorkbookValues:
+    """The output as a full engine sees it: formula cells, and the cells an array formula
+    covers (``spilled``: openpyxl writes only the anchor), as the engine computed them;
     every other cell as stored in the file.
 
     A cell without a formula holds a constant; recomputation cannot change it, and an
@@ -167,7 +172,7 @@ def recomputed_view(stored: WorkbookValues, computed: WorkbookValues) -> Workboo
         return computed
     cells = dict(computed.cells)
     for ref, value in stored.cells.items():
-        if ref in cells and ref not in stored.formulas and ref not in computed.formulas:
+        if ref in cells and ref not in stored.formulas and ref not in computed.formulas and ref not in spilled:
             cells[ref] = value
         elif type(cells.get(ref)) is float and ref in stored.number_formats:
             cells[ref] = number_value(cells[ref], stored.number_formats[ref])  # the file's format decides
@@ -237,5 +242,17 @@ def grade_case(case: Case, policy: Policy, engine: Engine, stored: Engine) -> Gr
         return Grade(engine.name, False if exc.reason == "official-grader-error" else None, exc.reason, str(exc))
     values = engine.evaluate(case.output_path, targets)
     if engine.full:
-        values = recomputed_view(stored.evaluate(case.output_path, targets), values)
+        kept = stored.evaluate(case.output_path, targets)
+        values = recomputed_view(kept, values, spilled_cells(case.output_path, kept))
     return grade(policy, targets, golden, engine.name, values, recomputed=engine.full)
+
+
+def spilled_cells(path: Path, stored: WorkbookValues) -> set[CellRef]:
+    """The cells an array formula of the output covers, other than its anchor."""
+    cells: set[CellRef] = set()
+    for sheet, area in array_formula_ranges(path):
+        if ":" in area and sheet < len(stored.sheet_names):
+            min_col, min_row, max_col, max_row = range_boundaries(area)
+            cells.update(CellRef(stored.sheet_names[sheet], r, c) for r in range(min_row, max_row + 1)
+                         for c in range(min_col, max_col + 1) if (r, c) != (min_row, min_col))
+    return cells

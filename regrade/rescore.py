@@ -6,17 +6,15 @@ The recomputed grade uses every given full engine through :mod:`regrade.consensu
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Sequence
 
-from openpyxl.utils.cell import range_boundaries
-
-from engines.base import CellRef, CellResult, Engine, WorkbookValues
+from engines.base import CellRef, CellResult, Engine
 from engines.screening import screen
-from engines.sheets import array_formula_ranges
 from regrade.compare import Policy, TargetError
 from regrade.consensus import consensus
-from regrade.grading import LIMIT_FAULTS, OUTPUT_FAULTS, Golden, GoldenError, Grade, grade, load_golden, output_fault
+from regrade.grading import (
+    LIMIT_FAULTS, OUTPUT_FAULTS, Golden, GoldenError, Grade, grade, load_golden, output_fault, spilled_cells,
+)
 from regrade.runs import Case
 from regrade.verdicts import CONFIRMED_FAIL, INVALID_GOLDEN, UNEVALUABLE, cell_reason, classify
 
@@ -65,7 +63,8 @@ def rescore_case(case: Case, policy: Policy, shallow: Engine, fulls: Sequence[En
     if (problem := golden.problem(targets)) is not None:
         shallow_grade = grade(policy, targets, golden, shallow.name, stored)
         return CaseResult(case, bool(shallow_grade.passed), None, INVALID_GOLDEN, ["invalid-golden"], problem)
-    agreed = consensus(policy, stored, {e.name: e.evaluate(case.output_path, targets) for e in fulls})
+    spilled = spilled_cells(case.output_path, stored)
+    agreed = consensus(policy, stored, {e.name: e.evaluate(case.output_path, targets) for e in fulls}, spilled)
     shallow_grade = grade(policy, targets, golden, shallow.name, stored)
     full_grade = grade(policy, targets, golden, "+".join(e.name for e in fulls), agreed.view, recomputed=True)
     shallow_pass = bool(shallow_grade.passed)  # a value-only grader counts any failure to read as a fail
@@ -74,22 +73,11 @@ def rescore_case(case: Case, policy: Policy, shallow: Engine, fulls: Sequence[En
         full_pass = False  # no reader accepts the file: the output itself is broken
         full_grade.reason = shallow_grade.reason
     verdict = classify(shallow_pass, full_pass, full_grade.reason)
-    cells = _disagreements(golden, shallow_grade, full_grade, agreed.by_engine, _spill_cells(case.output_path, stored))
+    cells = _disagreements(golden, shallow_grade, full_grade, agreed.by_engine, spilled)
     reasons = [r for r in (shallow_grade.reason, full_grade.reason) if r and r != "wrong-value"]
     reasons += [c.reason for c in cells]
     message = full_grade.message or shallow_grade.message
     return CaseResult(case, shallow_pass, full_pass, verdict, sorted(set(reasons)), message, cells)
-
-
-def _spill_cells(path: Path, stored: WorkbookValues) -> set[CellRef]:
-    """Cells of the output's array formula ranges other than their anchors."""
-    cells: set[CellRef] = set()
-    for sheet, area in array_formula_ranges(path):
-        if ":" in area and sheet < len(stored.sheet_names):
-            min_col, min_row, max_col, max_row = range_boundaries(area)
-            cells.update(CellRef(stored.sheet_names[sheet], r, c) for r in range(min_row, max_row + 1)
-                         for c in range(min_col, max_col + 1) if (r, c) != (min_row, min_col))
-    return cells
 
 
 def _disagreements(

@@ -168,11 +168,21 @@ def test_usage_errors_exit_2():
     assert "give either --dataset (with --condition NAME=OUTDIR) or --manifest" in result.stderr
 
 
+SUBCOMMANDS = [(name, sub) for name, command in main.commands.items() for sub in getattr(command, "commands", {})]
+
+
 @pytest.mark.parametrize("command", sorted(main.commands))
 def test_every_command_has_help_with_an_example(command):
     result = invoke(command, "--help")
     assert result.exit_code == 0
     assert "Example" in result.stdout and f"regrade {command}" in result.stdout
+
+
+@pytest.mark.parametrize("group, command", SUBCOMMANDS)
+def test_every_subcommand_has_help_with_an_example(group, command):
+    result = invoke(group, command, "--help")
+    assert result.exit_code == 0
+    assert "Example" in result.stdout and f"regrade {group} {command}" in result.stdout
 
 
 def test_top_level_help_says_what_regrade_does():
