@@ -14,7 +14,7 @@ import openpyxl
 
 from engines.base import EXCEL_ERROR_CODES, CellRef, ExcelError, WorkbookFailure, WorkbookValues
 from engines.screening import refusal
-from engines.sheets import resolve_sheet
+from engines.sheets import formula_cells, resolve_sheet
 
 
 class CachedEngine:
@@ -30,6 +30,16 @@ class CachedEngine:
     def unavailable_reason(self) -> str | None:
         return None
 
+    def _formulas_wanted(self, path: Path, cells: Sequence[CellRef]) -> bool:
+        """Whether to read the formulas too: asked for, and some requested cell holds one (a
+        quick scan of the sheet XML says so; when it cannot tell, openpyxl reads them)."""
+        if not self.read_formulas:
+            return False
+        known = formula_cells(path)
+        if known is None:
+            return True
+        return any((ref.row, ref.column) in known.get(resolve_sheet(ref.sheet, list(known)) or "", ()) for ref in cells)
+
     def evaluate(self, path: Path, cells: Sequence[CellRef]) -> WorkbookValues:
         if (refused := refusal(path)) is not None:
             return refused
@@ -37,7 +47,7 @@ class CachedEngine:
             with warnings.catch_warnings():  # openpyxl warns about every extension it drops
                 warnings.simplefilter("ignore")
                 values_book = openpyxl.load_workbook(path, data_only=True)
-                formula_book = openpyxl.load_workbook(path, data_only=False) if self.read_formulas else None
+                formula_book = openpyxl.load_workbook(path, data_only=False) if self._formulas_wanted(path, cells) else None
         except MemoryError:
             raise  # a limit, not a broken file: the isolating worker reports it
         except Exception as exc:  # openpyxl raises many kinds on a broken file; all mean unreadable

@@ -50,13 +50,14 @@ class IronCalcEngine(PythonPackageEngine):
             return refused
         try:
             model = ironcalc.load_from_xlsx(str(path))
-            slow = _timed_evaluation(model) > SLOW_EVALUATION_S
         except Exception as exc:  # WorkbookError and friends; a panic is handled by the worker
             return WorkbookValues(failure=WorkbookFailure("load-failed", f"IronCalc cannot load it: {exc}"))
         names = [p["name"] for p in model.get_worksheets_properties()]
-        originals = _work_around_defects(model, names, path)
-        if originals:  # the rewritten formulas may take longer than the originals did
+        originals = _work_around_defects(model, names, path)  # before the first evaluation: one is enough
+        try:
             slow = _timed_evaluation(model) > SLOW_EVALUATION_S
+        except Exception as exc:
+            return WorkbookValues(failure=WorkbookFailure("load-failed", f"IronCalc cannot evaluate it: {exc}"))
         originals = {**bridge_functions(model, array_formula_cells(path), only_missing=slow), **originals}
         result = WorkbookValues(sheet_names=names)
         workbook_unknown: list[str] | None = None

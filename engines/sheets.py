@@ -1,5 +1,5 @@
-"""Matching a requested sheet name to a workbook's sheets; which cells hold array formulas;
-the formula openpyxl read into a cell."""
+"""Matching a requested sheet name to a workbook's sheets; which cells hold formulas and
+array formulas; the formula openpyxl read into a cell."""
 
 from __future__ import annotations
 
@@ -14,6 +14,9 @@ from openpyxl.utils.cell import column_index_from_string
 MAX_SHEET_BYTES = 64 * 1024 * 1024
 _ARRAY_CELL = re.compile(r'<c r="([A-Z]{1,3})(\d+)"[^>]*>\s*<f\b(?=[^>]*\bt="array")(?:[^>]*\bref="([A-Z0-9:]+)")?')
 _SHEET = re.compile(r'<sheet\b[^>]*?\b(?:\w+:)?id="([^"]+)"')
+_SHEET_NAME = re.compile(r'<sheet\b[^>]*?\bname="([^"]*)"')
+_FORMULA_CELL = re.compile(r'<c r="([A-Z]{1,3})(\d+)"[^>]*>\s*<f\b')
+_PREFIXED = re.compile(r"<\w+:(?:c|f|sheetData)\b")
 _RELATIONSHIP = re.compile(r'<Relationship\b(?=[^>]*\bId="(?P<id>[^"]+)")(?=[^>]*\bTarget="(?P<target>[^"]+)")[^>]*>')
 
 
@@ -55,6 +58,33 @@ def _array_formulas(path: Path) -> list[tuple[int, int, int, str]]:
                     found.append((index, row, column_index_from_string(column), area))
     except Exception:  # zipfile and zlib raise many kinds on a broken archive; the engines report it
         return []
+    return found
+
+
+def formula_cells(path: Path) -> dict[str, set[tuple[int, int]]] | None:
+    """{sheet name: (row, column) of every cell holding a formula}, read from the sheet XML
+    without a spreadsheet parser (shared-formula cells included), or None when unsure (a
+    sheet part over ``MAX_SHEET_BYTES``, namespace-prefixed elements, an unreadable file):
+    the caller then asks openpyxl."""
+    import html
+
+    found: dict[str, set[tuple[int, int]]] = {}
+    try:
+        with zipfile.ZipFile(path) as archive:
+            workbook = archive.read("xl/workbook.xml").decode("utf-8", "replace")
+            names = [html.unescape(m.group(1)) for m in _SHEET_NAME.finditer(workbook)]
+            parts = _sheet_parts(archive)
+            if len(names) != len(parts):
+                return None
+            for name, part in zip(names, parts):
+                if archive.getinfo(part).file_size > MAX_SHEET_BYTES:
+                    return None
+                xml = archive.read(part).decode("utf-8", "replace")
+                if _PREFIXED.search(xml):
+                    return None
+                found[name] = {(int(m.group(2)), column_index_from_string(m.group(1))) for m in _FORMULA_CELL.finditer(xml)}
+    except Exception:  # zipfile and zlib raise many kinds on a broken archive
+        return None
     return found
 
 

@@ -20,7 +20,7 @@ from engines.base import EXCEL_ERROR_CODES, CannotEvaluate, CellRef, CellResult,
 from engines.cones import VOLATILE_FUNCTIONS, FormulaGraph
 from engines.readings import number_value
 from engines.screening import HOSTILE_REASONS, screen
-from engines.sheets import array_formula_ranges, formula_text, load_formula_book, resolve_sheet
+from engines.sheets import array_formula_ranges, formula_cells, formula_text, load_formula_book, resolve_sheet
 from regrade.compare import Policy, SheetExtent, TargetError
 from regrade.runs import Case
 
@@ -68,6 +68,7 @@ class Golden:
     book: openpyxl.Workbook
     _formula_book: openpyxl.Workbook | None = None
     _graph: FormulaGraph | None = None
+    _formula_cells: dict[str, set[tuple[int, int]]] | None = None
 
     def value(self, ref: CellRef) -> CellResult:
         value = self.book[ref.sheet].cell(ref.row, ref.column).value
@@ -94,7 +95,9 @@ class Golden:
         of the moment the golden was saved.
         """
         formulas = [t for t in targets if t.sheet in self.book.sheetnames and self.is_formula(t)]
-        if formulas and all(self.value(t) is None for t in formulas):
+        if not formulas:
+            return None
+        if all(self.value(t) is None for t in formulas):
             return f"the golden's answer formulas ({len(formulas)}) have no cached values: it was never computed"
         volatile, _ = self.unrepeatable(formulas)
         if volatile:
@@ -129,6 +132,10 @@ class Golden:
         return self._formula_book
 
     def is_formula(self, ref: CellRef) -> bool:
+        if self._formula_cells is None:
+            self._formula_cells = formula_cells(self.path) or {}
+        if self._formula_cells:  # the quick scan of the sheet XML answered
+            return (ref.row, ref.column) in self._formula_cells.get(ref.sheet, ())
         return self.formula(ref) is not None
 
 

@@ -1,6 +1,8 @@
 """Rescoring: grade each case twice (value-only and recomputed) and classify it.
 
-The recomputed grade uses every given full engine through :mod:`regrade.consensus`.
+The recomputed grade uses every given full engine through :mod:`regrade.consensus`. A case
+whose graded cells all hold constants (no formula, no array formula covering them) starts
+no engine: recomputation keeps a constant as stored, so the stored values are the full view.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from typing import Sequence
 from engines.base import CellRef, CellResult, Engine
 from engines.screening import screen
 from regrade.compare import Policy, TargetError
-from regrade.consensus import consensus
+from regrade.consensus import Consensus, consensus
 from regrade.grading import (
     LIMIT_FAULTS, OUTPUT_FAULTS, Golden, GoldenError, Grade, grade, load_golden, output_fault, spilled_cells,
 )
@@ -64,7 +66,10 @@ def rescore_case(case: Case, policy: Policy, shallow: Engine, fulls: Sequence[En
         shallow_grade = grade(policy, targets, golden, shallow.name, stored)
         return CaseResult(case, bool(shallow_grade.passed), None, INVALID_GOLDEN, ["invalid-golden"], problem)
     spilled = spilled_cells(case.output_path, stored)
-    agreed = consensus(policy, stored, {e.name: e.evaluate(case.output_path, targets) for e in fulls}, spilled)
+    if stored.failure is None and not any(t in stored.formulas or t in spilled for t in targets):
+        agreed = Consensus(stored)  # the graded cells hold constants: no engine could change them
+    else:
+        agreed = consensus(policy, stored, {e.name: e.evaluate(case.output_path, targets) for e in fulls}, spilled)
     shallow_grade = grade(policy, targets, golden, shallow.name, stored)
     full_grade = grade(policy, targets, golden, "+".join(e.name for e in fulls), agreed.view, recomputed=True)
     shallow_pass = bool(shallow_grade.passed)  # a value-only grader counts any failure to read as a fail
