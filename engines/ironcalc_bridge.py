@@ -13,7 +13,8 @@ COUNT, SMALL, LARGE     formula (``AVERAGE(IF(A2:A9=x, B2:E9))``); bridged only 
                         over such an argument
 ISNUMBER, ISERR, ISNA,  IronCalc does not apply them element by element over an
 the other IS functions, array; bridged where an array may reach them: in an array
-N, NOT, MOD, MATCH,     formula or inside SUMPRODUCT, AGGREGATE, LOOKUP, MMULT
+N, NOT, MOD, MATCH,     formula or inside SUMPRODUCT, AGGREGATE, LOOKUP, MMULT (MOD in
+                        every array formula, to Excel's 15 significant digits)
 COUNTIF's criteria      (COUNTIF(range, array) counts for the first criterion only)
 YEAR, MONTH, DAY,       IronCalc dates serials below 61 one day off and gives
 EOMONTH, EDATE          ``#NUM!`` for 0, an empty cell (:mod:`engines.functions.dates`)
@@ -550,7 +551,17 @@ def _mod(number: object, divisor: object) -> object:
         return VALUE
     if b == 0:
         return ExcelError("#DIV/0!")
-    return a - b * math.floor(a / b)
+    return _significant(a - b * math.floor(a / b), a)
+
+
+def _significant(result: float, operand: float) -> float:
+    """``result`` to the 15 significant digits Excel keeps of ``operand``: the digits of a
+    difference below that are floating-point noise (1.000003 is stored as 1.0000029999999999752,
+    so 1.000003 - 1 is 2.9999999999752E-06 in IEEE arithmetic and 3E-06 in Excel)."""
+    if operand == 0 or result == 0 or not math.isfinite(result):
+        return result
+    quantum = 10.0 ** (math.floor(math.log10(abs(operand))) - 14)
+    return round(result / quantum) * quantum
 
 
 def _not(value: object) -> object:
@@ -662,7 +673,8 @@ _FUNCTIONS: dict[str, _Function] = {
            ("N", _n),
            ("NOT", _not),
        )},
-    "MOD": _Function(lambda args, in_array: len(args) == 2 and _array_position(args, in_array, (0, 1)), _elementwise(_mod)),
+    # in array formulas always: also for Excel's 15 significant digits (MOD(1.000003, 1) is 3E-06, task 42110)
+    "MOD": _Function(lambda args, in_array: len(args) == 2 and in_array, _elementwise(_mod)),
     "MATCH": _Function(lambda args, in_array: _array_position(args, in_array), _match),
     "COUNTIF": _Function(lambda args, in_array: len(args) == 2 and _array_position(args, in_array, (1,)), _countif),
     # IronCalc dates serials below 61 (an empty cell is 0) from 1899-12-30: EOMONTH(0, 0) is #NUM!

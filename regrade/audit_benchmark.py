@@ -24,8 +24,10 @@ golden-uncached-formula        error     answer cells hold formulas with no cach
 golden-volatile                warning   answer cells depend on TODAY, NOW, RAND...: the
                                          saved value is of the day the golden was saved
 golden-mostly-empty            warning   under 25% of the answer range is filled
-recalc-unsupported             warning   with ``--recalc``: answer cells that recalculation
-                                         cannot compute (``#NAME?``, a missing function)
+recalc-unsupported             warning   with ``--recalc``: answer cells whose recalculated
+                                         value is not Excel's cached one (``#NAME?`` for a
+                                         function it lacks, or another value), named with
+                                         the functions their formulas call
 unusual-case-count             info      a task with a number of test cases unlike the rest
 =============================  ========  ==================================================
 """
@@ -34,13 +36,13 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import re
 from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engines.base import CannotEvaluate, ExcelError
+from engines.base import CannotEvaluate
 from engines.registry import open_engine
 from engines.screening import screen
 from regrade.compare import SpreadsheetBenchPolicy, TargetError
@@ -53,7 +55,6 @@ from regrade.runs import golden_files, load_dataset
 SEVERITIES = ("info", "warning", "error")
 MOSTLY_EMPTY = 0.25
 RECALC_ENGINES = ("gnumeric", "libreoffice")
-_FUNCTION = re.compile(r"(?<![A-Za-z0-9_.])(?:_xlfn\.|_xlws\.)*([A-Z][A-Z0-9.]*)\(", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -120,9 +121,9 @@ def audit_benchmark(folder: Path, grader: str = "spreadsheetbench-official", rec
     records = load_dataset(folder)[:limit]
     jobs = [(folder, record, grader, recalc) for record in records]
     workers = workers or os.cpu_count() or 1
-    if workers > 1 and len(jobs) > 1:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
-            tasks = pool.map(_audit_task_job, jobs, chunksize=4)
+    if workers > 1 and len(jobs) > 1:  # not multiprocessing.Pool: its daemon workers may not start engine workers
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            tasks = list(pool.map(_audit_task_job, jobs, chunksize=4))
     else:
         tasks = [_audit_task_job(job) for job in jobs]
     counts = Counter(t.cases for t in tasks if t.cases)
@@ -234,24 +235,30 @@ def add_golden_findings(task: TaskAudit, number: int, path: Path, position: str,
 
 
 def add_recalc_findings(task: TaskAudit, number: int, path: Path, golden: Any, formulas: list, engine: Any) -> None:
+    """Answer cells whose recalculated value is not the value Excel cached (an error such as
+    ``#NAME?`` for a function the recalculation lacks, or a different number), so that a
+    grader recalculating first fails the golden itself; named with the functions they call."""
     computed = engine.evaluate(path, formulas)
     if computed.failure is not None:
         task.findings.append(Finding("recalc-unsupported", "warning", task.task_id, number,
                                      f"{engine.name} cannot recalculate {path.name}: {computed.failure.detail}"))
         return
-    failing, functions = [], set()
+    policy = SpreadsheetBenchPolicy()
+    changed = []
     for ref in formulas:
         value = computed.cells.get(ref)
-        unsupported = (isinstance(value, ExcelError) and value.code == "#NAME?") or (
-            isinstance(value, CannotEvaluate) and value.reason == "unsupported-function")
-        if unsupported and not (isinstance(golden.value(ref), ExcelError) and golden.value(ref).code == "#NAME?"):
-            failing.append(ref)
-            functions.update(name.upper() for name in _FUNCTION.findall(golden.formula(ref) or ""))
-    if failing:
+        if golden.value(ref) is None or (isinstance(value, CannotEvaluate) and value.reason == "external-link"):
+            continue  # no cache to judge by; or a value from another workbook, which no recalculation has
+        if isinstance(value, CannotEvaluate) or not policy.equal(golden.value(ref), value):
+            changed.append(ref)
+    if changed:
+        functions = sorted(golden.functions_in_cone(changed))
+        example = computed.cells.get(changed[0])
+        shown = str(example) if isinstance(example, CannotEvaluate) else repr(example)
         task.findings.append(Finding(
             "recalc-unsupported", "warning", task.task_id, number,
-            f"{engine.name} cannot compute {len(failing)} answer cells (e.g. {failing[0]}); "
-            f"their formulas call {', '.join(sorted(functions))}"))
+            f"{engine.name} gives {len(changed)} answer cells a value other than Excel's (e.g. {changed[0]}: "
+            f"{shown} for {golden.value(changed[0])!r}); their formulas call {', '.join(functions) or 'no function'}"))
 
 
 def _input_file(golden: Path, number: int, task_id: str) -> Path | None:

@@ -105,6 +105,10 @@ class Golden:
             return f"the golden's {volatile[0]} depends on {calls}(): its value is of the day it was saved"
         return None
 
+    def functions_in_cone(self, refs: list[CellRef]) -> set[str]:
+        """The functions the cells' values may depend on."""
+        return self._formula_graph().cone(refs).functions
+
     def reads_other_workbooks(self, ref: CellRef) -> bool:
         """Whether the cell's value depends on an external link (``[1]Data!A1``)."""
         return self._formula_graph().cone([ref]).external
