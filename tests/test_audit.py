@@ -236,3 +236,17 @@ def test_self_match_and_do_nothing_agree_with_the_official_decisions(tmp_path):
               if str(r["id"]) in chosen}
     assert ours == theirs
     assert sum(not a for a, _ in ours.values()) >= 6 and sum(i for _, i in ours.values()) >= 6
+
+
+def test_a_recalculation_that_cannot_compute_the_golden_is_reported(tmp_path):
+    """The golden caches AGGREGATE's value, as Excel saves it; gnumeric recalculates it to #NAME?."""
+    folder = tmp_path / "spreadsheet" / "agg"
+    folder.mkdir(parents=True)
+    shutil.copy(PACK / "aggregate-cached.output.xlsx", folder / "1_agg_answer.xlsx")  # B1: AGGREGATE(4,6,A1:A4), cached 4
+    shutil.copy(PACK / "input-unchanged.output.xlsx", folder / "1_agg_input.xlsx")
+    (tmp_path / "dataset.json").write_text(json.dumps([{"id": "agg", "answer_position": "B1", "instruction": "-"}]))
+    gnumeric = audit_benchmark(tmp_path, recalc="gnumeric", workers=1)
+    found = [f for f in gnumeric.findings() if f.id == "recalc-unsupported"]
+    assert len(found) == 1 and "#NAME?" in found[0].message and "call AGGREGATE" in found[0].message
+    libreoffice = audit_benchmark(tmp_path, recalc="libreoffice", workers=1)
+    assert [f for f in libreoffice.findings() if f.id == "recalc-unsupported"] == []  # LibreOffice computes 4
