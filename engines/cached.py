@@ -46,29 +46,54 @@ class CachedEngine:
         try:
             with warnings.catch_warnings():  # openpyxl warns about every extension it drops
                 warnings.simplefilter("ignore")
-                values_book = openpyxl.load_workbook(path, data_only=True)
-                formula_book = openpyxl.load_workbook(path, data_only=False) if self._formulas_wanted(path, cells) else None
+                names, values = _read_cells(path, cells, data_only=True)
+                formulas = _read_cells(path, cells, data_only=False)[1] if self._formulas_wanted(path, cells) else {}
         except MemoryError:
             raise  # a limit, not a broken file: the isolating worker reports it
         except Exception as exc:  # openpyxl raises many kinds on a broken file; all mean unreadable
             return WorkbookValues(failure=WorkbookFailure("unreadable-output", f"openpyxl cannot read it: {exc}"))
-        names = values_book.sheetnames
-        result = WorkbookValues(sheet_names=list(names))
+        result = WorkbookValues(sheet_names=names)
         for ref in cells:
-            sheet = resolve_sheet(ref.sheet, names)
-            if sheet is None:
+            if ref not in values:
                 continue
-            cell = values_book[sheet].cell(ref.row, ref.column)
-            value = cell.value
-            result.number_formats[ref] = cell.number_format
+            value, result.number_formats[ref] = values[ref]
             if isinstance(value, str) and value in EXCEL_ERROR_CODES:
                 value = ExcelError(value)
             result.cells[ref] = value
-            if formula_book is None:
-                continue
-            formula = formula_book[sheet].cell(ref.row, ref.column).value
+            formula = formulas.get(ref, (None, None))[0]
             if isinstance(formula, str) and formula.startswith("="):
                 result.formulas[ref] = formula
             elif formula is not None and type(formula).__name__ in ("ArrayFormula", "DataTableFormula"):
                 result.formulas[ref] = str(getattr(formula, "text", formula))
         return result
+
+
+def _read_cells(path: Path, cells: Sequence[CellRef], data_only: bool) -> tuple[list[str], dict[CellRef, tuple]]:
+    """The sheet names, and (value, number format) of each requested cell on a sheet the file has.
+
+    openpyxl's streaming (read-only) reader goes through each sheet's rows only as far as the
+    last requested row, and makes cells only inside the requested box: on a large sheet this is
+    several times faster than loading the whole workbook."""
+    book = openpyxl.load_workbook(path, data_only=data_only, read_only=True)
+    try:
+        names = list(book.sheetnames)
+        wanted: dict[str, list[CellRef]] = {}
+        for ref in cells:
+            sheet = resolve_sheet(ref.sheet, names)
+            if sheet is not None:
+                wanted.setdefault(sheet, []).append(ref)
+        found: dict[CellRef, tuple] = {}
+        for sheet, refs in wanted.items():
+            positions = {(ref.row, ref.column): ref for ref in refs}
+            rows, columns = [r for r, _ in positions], [c for _, c in positions]
+            seen: dict[tuple[int, int], tuple] = {}
+            for row in book[sheet].iter_rows(min_row=min(rows), max_row=max(rows), min_col=min(columns), max_col=max(columns)):
+                for cell in row:
+                    key = (cell.row, cell.column) if hasattr(cell, "row") and cell.row is not None else None
+                    if key in positions:
+                        seen[key] = (cell.value, cell.number_format)
+            for key, ref in positions.items():
+                found[ref] = seen.get(key, (None, "General"))
+        return names, found
+    finally:
+        book.close()
