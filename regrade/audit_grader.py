@@ -9,6 +9,7 @@ different packs or regrade versions (their numbers do not compare).
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 
@@ -72,7 +73,8 @@ def audit_grader(grader: Grader, pack: ControlPack) -> GraderAudit:
 
 def audit_table(reports: list[dict]) -> tuple[list[dict], list[str]]:
     """One row per (grader, category) from several reports (``GraderAudit.as_json``), and the
-    warnings a reader needs: reports made with different packs or regrade versions."""
+    warnings a reader needs: reports made with different packs or regrade versions, or one
+    grader's reports made with different settings."""
     warnings = []
     for key, what in (("pack_digest", "control packs"), ("regrade_version", "regrade versions")):
         seen = defaultdict(list)
@@ -81,6 +83,13 @@ def audit_table(reports: list[dict]) -> tuple[list[dict], list[str]]:
         if len(seen) > 1:
             detail = "; ".join(f"{value[:12]}: {', '.join(graders)}" for value, graders in seen.items())
             warnings.append(f"these reports were made with different {what} ({detail}): their counts do not compare")
+    settings = defaultdict(set)
+    for report in reports:
+        settings[report["grader"]].add(json.dumps(report["settings"], sort_keys=True))
+    for grader, variants in sorted(settings.items()):
+        if len(variants) > 1:
+            warnings.append(f"{len(variants)} reports of grader {grader!r} were made with different settings "
+                            f"({' | '.join(sorted(variants))}): their rows are not the same grader")
     rows = []
     for report in reports:
         for c in report["categories"]:

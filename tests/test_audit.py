@@ -130,6 +130,8 @@ def test_reports_made_with_different_packs_say_so(pack):
     assert len(rows) == 2 * len(report["categories"])
     assert len(warnings) == 1 and "different control packs" in warnings[0]
     assert audit_table([report, report])[1] == []
+    retuned = {**report, "settings": {**report["settings"], "policy": "spreadsheetbench"}}
+    assert "different settings" in audit_table([report, retuned])[1][0]
     first = report["categories"][0]
     assert set(first) >= {"category", "kind", "probes", "false_fail", "false_pass", "failing"}
 
@@ -156,7 +158,7 @@ def _book(path: Path, cells: dict[str, object]) -> None:
 
 @pytest.fixture()
 def small_benchmark(tmp_path):
-    """Seven tasks, each with the problem its id names (checked one by one below)."""
+    """Eight tasks, each with the problem its id names (checked one by one below)."""
     answer = {"A1": 3, "A2": 4, "B1": 7}
     given = {"A1": 3, "A2": 4}
     tasks = {
@@ -167,14 +169,16 @@ def small_benchmark(tmp_path):
         "uncached": ("B1", {**given, "B1": "=A1+A2"}, given, 3),
         "volatile-and-empty": ("B1:B8", {**given, "B1": "=TODAY()"}, given, 3),
         "two-cases": ("B1", answer, given, 2),
+        "verified": ("B1", answer, answer, 1),  # SpreadsheetBench Verified names: 1_<id>_golden.xlsx, 1_<id>_init.xlsx
     }
     records = []
     for task_id, (position, golden, initial, cases) in tasks.items():
         folder = tmp_path / "spreadsheet" / task_id
         folder.mkdir(parents=True)
+        verified = task_id == "verified"
         for n in range(1, cases + 1):
-            _book(folder / f"{n}_{task_id}_answer.xlsx", golden)
-            _book(folder / f"{n}_{task_id}_input.xlsx", initial)
+            _book(folder / f"{n}_{task_id}_{'golden' if verified else 'answer'}.xlsx", golden)
+            _book(folder / f"{n}_{task_id}_{'init' if verified else 'input'}.xlsx", initial)
         records.append({"id": task_id, "answer_position": position, "instruction": "-"})
     (tmp_path / "spreadsheet" / "clean" / "2_clean_input.xlsx").unlink()
     (tmp_path / "spreadsheet" / "clean" / "3_clean_answer.xlsx").write_bytes(b"not a workbook")
@@ -192,12 +196,13 @@ def test_every_check_of_a_benchmark_audit(small_benchmark):
     assert ("uncached", "golden-uncached-formula") in found
     assert {("volatile-and-empty", "golden-volatile"), ("volatile-and-empty", "golden-mostly-empty")} <= found
     assert ("two-cases", "unusual-case-count") in found
+    assert ("verified", "task-passes-unmodified") in found  # its init file was found and graded
     assert not any(task == "two-cases" and fid != "unusual-case-count" for task, fid in found)
     summary = report.summary()
     assert summary["golden_fails_itself"] == 3  # the three cases of whole-column
     # input-passes, and uncached and volatile-and-empty too: their goldens' formulas were never
     # computed, so a value-only grader reads them as empty, just like the untouched inputs
-    assert summary["inputs_passing"] == 9 and summary["tasks_passing_unmodified"] == 3
+    assert summary["inputs_passing"] == 10 and summary["tasks_passing_unmodified"] == 4  # and verified's
 
 
 def test_the_benchmark_audit_command_exit_status_and_formats(small_benchmark):
