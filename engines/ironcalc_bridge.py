@@ -54,6 +54,7 @@ from engines.functions.aggregate import Item, aggregate
 from engines.functions.criteria import countif
 from engines.functions.dates import day, edate, eomonth, month, year
 from engines.functions.lookup import NA, NotImplementedMode, lookup, xlookup, xmatch
+from engines.functions.values import as_number
 
 MAX_PASSES = 6
 MAX_ROUNDS = 20
@@ -546,7 +547,7 @@ def _mod(number: object, divisor: object) -> object:
     for value in (number, divisor):
         if isinstance(value, ExcelError):
             return value
-    a, b = _number(number), _number(divisor)
+    a, b = as_number(number), as_number(divisor)
     if a is None or b is None:
         return VALUE
     if b == 0:
@@ -567,7 +568,7 @@ def _significant(result: float, operand: float) -> float:
 def _not(value: object) -> object:
     if isinstance(value, ExcelError):
         return value
-    number = _number(value)
+    number = as_number(value)
     return VALUE if number is None else number == 0
 
 
@@ -577,21 +578,6 @@ def _n(value: object) -> object:
     if isinstance(value, bool):
         return 1.0 if value else 0.0
     return float(value) if isinstance(value, (int, float)) else 0.0
-
-
-def _number(value: object) -> float | None:
-    if value is None:
-        return 0.0
-    if isinstance(value, bool):
-        return 1.0 if value else 0.0
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return None
-    return None
 
 
 def _match(args: list[Argument]) -> object:

@@ -20,6 +20,7 @@ import math
 
 from engines.base import ExcelError
 from engines.functions.lookup import NotImplementedMode
+from engines.functions.values import as_number
 
 NUM, VALUE = ExcelError("#NUM!"), ExcelError("#VALUE!")
 LAST_SERIAL = 2_958_465  # 9999-12-31
@@ -44,44 +45,42 @@ def day(serial: object) -> object:
 
 def eomonth(start: object, months: object) -> object:
     """The serial of the last day of the month ``months`` after ``start``'s month."""
-    parts, offset = _parts(start), _months(months)
-    if isinstance(parts, ExcelError):
-        return parts
-    if isinstance(offset, ExcelError):
-        return offset
-    y, m = _shift(parts[0], parts[1], offset)
+    moved = _moved(start, months)
+    if isinstance(moved, ExcelError):
+        return moved
+    _, y, m = moved
     return _serial(y, m, _days_in(y, m))
 
 
 def edate(start: object, months: object) -> object:
     """The serial of the same day ``months`` later (the month's last day where it is shorter)."""
-    parts, offset = _parts(start), _months(months)
-    if isinstance(parts, ExcelError):
-        return parts
-    if isinstance(offset, ExcelError):
-        return offset
-    y, m = _shift(parts[0], parts[1], offset)
+    moved = _moved(start, months)
+    if isinstance(moved, ExcelError):
+        return moved
+    parts, y, m = moved
     if parts[2] == 0:  # "January 0" moved on is the day before the 1st
         first = _serial(y, m, 1)
         return first if isinstance(first, ExcelError) else _checked(first - 1)
     return _serial(y, m, min(parts[2], _days_in(y, m)))
 
 
+def _moved(start: object, months: object) -> tuple[tuple[int, int, int], int, int] | ExcelError:
+    """``start``'s (year, month, day), and the year and month ``months`` later."""
+    parts, offset = _parts(start), _months(months)
+    if isinstance(parts, ExcelError):
+        return parts
+    if isinstance(offset, ExcelError):
+        return offset
+    return (parts, *_shift(parts[0], parts[1], offset))
+
+
 def _number(value: object) -> float | ExcelError:
     if isinstance(value, ExcelError):
         return value
-    if value is None:
-        return 0.0
-    if isinstance(value, bool):
-        return 1.0 if value else 0.0
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            raise NotImplementedMode("a date written as text") from None
-    return VALUE
+    number = as_number(value)
+    if number is None and isinstance(value, str):
+        raise NotImplementedMode("a date written as text")
+    return VALUE if number is None else number
 
 
 def _parts(serial: object) -> tuple[int, int, int] | ExcelError:
