@@ -3,6 +3,7 @@ array formulas; the formula openpyxl read into a cell."""
 
 from __future__ import annotations
 
+import html
 import re
 import warnings
 import zipfile
@@ -13,8 +14,9 @@ from openpyxl.utils.cell import column_index_from_string
 
 MAX_SHEET_BYTES = 64 * 1024 * 1024
 _ARRAY_CELL = re.compile(r'<c r="([A-Z]{1,3})(\d+)"[^>]*>\s*<f\b(?=[^>]*\bt="array")(?:[^>]*\bref="([A-Z0-9:]+)")?')
-_SHEET = re.compile(r'<sheet\b[^>]*?\b(?:\w+:)?id="([^"]+)"')
-_SHEET_NAME = re.compile(r'<sheet\b[^>]*?\bname="([^"]*)"')
+_SHEET = re.compile(r'<sheet\b[^>]*>')
+_SHEET_ID = re.compile(r'\b(?:\w+:)?id="([^"]+)"')
+_SHEET_NAME = re.compile(r'\bname="([^"]*)"')
 _FORMULA_CELL = re.compile(r'<c r="([A-Z]{1,3})(\d+)"[^>]*>\s*<f\b')
 _PREFIXED = re.compile(r"<\w+:(?:c|f|sheetData)\b")
 _RELATIONSHIP = re.compile(r'<Relationship\b(?=[^>]*\bId="(?P<id>[^"]+)")(?=[^>]*\bTarget="(?P<target>[^"]+)")[^>]*>')
@@ -48,7 +50,7 @@ def _array_formulas(path: Path) -> list[tuple[int, int, int, str]]:
     found: list[tuple[int, int, int, str]] = []
     try:
         with zipfile.ZipFile(path) as archive:
-            for index, part in enumerate(_sheet_parts(archive)):
+            for index, (_, part) in enumerate(_sheets(archive)):
                 if archive.getinfo(part).file_size > MAX_SHEET_BYTES:
                     continue
                 xml = archive.read(part).decode("utf-8", "replace")
@@ -66,17 +68,10 @@ def formula_cells(path: Path) -> dict[str, set[tuple[int, int]]] | None:
     without a spreadsheet parser (shared-formula cells included), or None when unsure (a
     sheet part over ``MAX_SHEET_BYTES``, namespace-prefixed elements, an unreadable file):
     the caller then asks openpyxl."""
-    import html
-
     found: dict[str, set[tuple[int, int]]] = {}
     try:
         with zipfile.ZipFile(path) as archive:
-            workbook = archive.read("xl/workbook.xml").decode("utf-8", "replace")
-            names = [html.unescape(m.group(1)) for m in _SHEET_NAME.finditer(workbook)]
-            parts = _sheet_parts(archive)
-            if len(names) != len(parts):
-                return None
-            for name, part in zip(names, parts):
+            for name, part in _sheets(archive):
                 if archive.getinfo(part).file_size > MAX_SHEET_BYTES:
                     return None
                 xml = archive.read(part).decode("utf-8", "replace")
@@ -88,15 +83,18 @@ def formula_cells(path: Path) -> dict[str, set[tuple[int, int]]] | None:
     return found
 
 
-def _sheet_parts(archive: zipfile.ZipFile) -> list[str]:
+def _sheets(archive: zipfile.ZipFile) -> list[tuple[str, str]]:
+    """(name, part) of each sheet, in workbook order, which is the order engines use."""
     workbook = archive.read("xl/workbook.xml").decode("utf-8", "replace")
     relations = archive.read("xl/_rels/workbook.xml.rels").decode("utf-8", "replace")
     targets = {m.group("id"): m.group("target") for m in _RELATIONSHIP.finditer(relations)}
-    parts = []
-    for sheet in _SHEET.finditer(workbook):
-        target = targets.get(sheet.group(1), "")
-        parts.append(target.lstrip("/") if target.startswith("/") else "xl/" + target)
-    return parts
+    sheets = []
+    for element in _SHEET.finditer(workbook):
+        relation, name = _SHEET_ID.search(element.group(0)), _SHEET_NAME.search(element.group(0))
+        target = targets.get(relation.group(1), "") if relation else ""
+        part = target.lstrip("/") if target.startswith("/") else "xl/" + target
+        sheets.append((html.unescape(name.group(1)) if name else "", part))
+    return sheets
 
 
 def formula_text(content: object) -> str | None:

@@ -50,7 +50,7 @@ from regrade.grading import GoldenError, load_golden
 from regrade.graders import make_grader
 from regrade.positions import PositionError, parse_answer_position
 from regrade.provenance import regrade_version
-from regrade.runs import golden_files, load_dataset
+from regrade.runs import golden_files, input_file, load_dataset
 
 SEVERITIES = ("info", "warning", "error")
 MOSTLY_EMPTY = 0.25
@@ -165,7 +165,7 @@ def audit_task(folder: Path, record: dict, grader: Any, recalc_engine: Any = Non
             task.golden_fails.append(number)
             add(Finding("golden-fails-itself", "error", task_id, number,
                         f"{golden_path.name} graded against itself fails {grader.name}"))
-        input_path = _input_file(golden_path, number, task_id)
+        input_path = input_file(golden_path, task_id, number)
         if input_path is None:
             add(Finding("input-missing", "error", task_id, number, f"no input file beside {golden_path.name}"))
         elif grader.passes(input_path, golden_path, position, answer_sheet):
@@ -259,10 +259,3 @@ def add_recalc_findings(task: TaskAudit, number: int, path: Path, golden: Any, f
             "recalc-unsupported", "warning", task.task_id, number,
             f"{engine.name} gives {len(changed)} answer cells a value other than Excel's (e.g. {changed[0]}: "
             f"{shown} for {golden.value(changed[0])!r}); their formulas call {', '.join(functions) or 'no function'}"))
-
-
-def _input_file(golden: Path, number: int, task_id: str) -> Path | None:
-    for name in (f"{number}_{task_id}_input.xlsx", f"{number}_{task_id}_input .xlsx", f"{number}_{task_id}_init.xlsx"):
-        if (golden.parent / name).exists():
-            return golden.parent / name
-    return None

@@ -79,6 +79,15 @@ def golden_files(dataset_dir: Path, task_id: str) -> dict[int, Path]:
     return found
 
 
+def input_file(golden: Path, task_id: str, case: int) -> Path | None:
+    """The unmodified input beside a golden file (``<n>_<id>_input.xlsx``, with the stray space
+    some names have, or the Verified ``<n>_<id>_init.xlsx``), or None."""
+    for name in (f"{case}_{task_id}_input.xlsx", f"{case}_{task_id}_input .xlsx", f"{case}_{task_id}_init.xlsx"):
+        if (golden.parent / name).exists():
+            return golden.parent / name
+    return None
+
+
 def find_output(output_dir: Path, task_id: str, case: int) -> Path:
     """Where a condition's output for (task, case) is, or where it should have been."""
     name = f"{case}_{task_id}_output.xlsx"

@@ -17,7 +17,7 @@ import pytest
 from engines.cached import CachedEngine
 from regrade.compare import OfficialPolicy, TargetError
 from regrade.grading import GoldenError, grade, load_golden
-from regrade.runs import golden_files, load_dataset
+from regrade.runs import golden_files, input_file, load_dataset
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "spreadsheetbench"
 pytestmark = pytest.mark.skipif(
@@ -30,9 +30,7 @@ def official_decisions(job: tuple[str, int, str]) -> tuple[str, int, bool, bool]
     task_id, number, position = job
     policy, engine = OfficialPolicy(), CachedEngine(read_formulas=False)
     golden_path = golden_files(SHARED, task_id)[number]
-    input_path = golden_path.with_name(f"{number}_{task_id}_input.xlsx")
-    if not input_path.exists():
-        input_path = golden_path.with_name(f"{number}_{task_id}_input .xlsx")
+    input_path = input_file(golden_path, task_id, number) or golden_path.with_name(f"{number}_{task_id}_input.xlsx")
     try:
         golden = load_golden(golden_path)
         targets = policy.targets(position, None, golden.extents)

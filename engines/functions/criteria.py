@@ -28,6 +28,7 @@ from typing import Callable, Iterable
 
 from engines.base import ExcelError
 from engines.functions.lookup import NotImplementedMode, wildcard_pattern
+from engines.functions.values import as_number
 
 _OPERATOR = re.compile(r"^(<=|>=|<>|=|<|>)?(.*)$", re.DOTALL)
 _DATE_LIKE = re.compile(r"^\d{1,4}[-/.]\d{1,2}([-/.]\d{1,4})?$|:")
@@ -64,7 +65,7 @@ def _criterion(criterion: object) -> Callable[[object], bool]:
         return lambda value: False
     if _DATE_LIKE.search(operand):
         raise NotImplementedMode("a date or time written as text in a criterion")
-    number = _as_number(operand)
+    number = as_number(operand)
     if number is not None:
         return _numeric(op, number, text_numbers=op in ("=", "<>"))
     if operand.upper() in ("TRUE", "FALSE") and op in ("=", "<>"):
@@ -84,17 +85,9 @@ def _numeric(op: str, number: float, text_numbers: bool) -> Callable[[object], b
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return compare(float(value), number)
         if text_numbers and isinstance(value, str):
-            read = _as_number(value)
+            read = as_number(value)
             if read is not None:
                 return compare(read, number)
         return op == "<>"  # text, blanks, logicals and errors are "not equal" to a number
 
     return test
-
-
-def _as_number(text: str) -> float | None:
-    try:
-        return float(text.strip()) if text.strip() else None
-    except ValueError:
-        return None
-
