@@ -139,6 +139,26 @@ class FormulaGraph:
         called = self.all_functions() if cone.open else cone.functions
         return wanted & called
 
+    def dependency_levels(self, cells: Iterable[Cell]) -> list[list[Cell]] | None:
+        """``cells`` in levels: each cell after every cell of the set its value depends on
+        (through any formula). None when the order is not known: an open cone, or a cycle."""
+        wanted = set(cells)
+        reads: dict[Cell, set[Cell]] = {}
+        for cell in wanted:
+            if cell not in self.formulas:
+                return None
+            found = self.precedents(cell)
+            cone = self.cone([c for area in found.areas for c in self._formulas_in(area)])
+            if found.open or cone.open or cell in cone.cells:
+                return None
+            reads[cell] = (cone.cells & wanted) - {cell}
+        level: dict[Cell, int] = {}
+        while len(level) < len(wanted):  # no cycle among them (checked above), so each round places one more level
+            for cell in sorted(wanted - set(level)):
+                if all(p in level for p in reads[cell]):
+                    level[cell] = 1 + max((level[p] for p in reads[cell]), default=-1)
+        return [sorted(c for c in wanted if level[c] == n) for n in range(max(level.values(), default=-1) + 1)]
+
     def _formulas_in(self, area: Area) -> Iterable[Cell]:
         columns = self._columns_by_sheet.get(area.sheet, [])
         for column in columns[bisect.bisect_left(columns, area.min_col):bisect.bisect_right(columns, area.max_col)]:

@@ -20,13 +20,14 @@ reads a cached value, so the comparison policy sees both alike.
 from __future__ import annotations
 
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any, Sequence
 
 from engines.base import CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues
 from engines.cones import FormulaGraph, abstain_on_external_links, load_graph
-from engines.ironcalc_bridge import bridge_functions
-from engines.ironcalc_rewrites import widen_criteria_ranges
+from engines.ironcalc_bridge import Cell, bridge_functions
+from engines.ironcalc_rewrites import MAX_ROW, rewrite_criteria_calls
 from engines.readings import number_value, unknown_functions
 from engines.screening import refusal
 from engines.sheets import array_formula_cells, resolve_sheet
@@ -58,7 +59,8 @@ class IronCalcEngine(PythonPackageEngine):
             slow = _timed_evaluation(model) > SLOW_EVALUATION_S
         except Exception as exc:
             return WorkbookValues(failure=WorkbookFailure("load-failed", f"IronCalc cannot evaluate it: {exc}"))
-        originals = {**bridge_functions(model, array_formula_cells(path), only_missing=slow), **originals}
+        order = partial(_dependency_levels, path, names)
+        originals = {**bridge_functions(model, array_formula_cells(path), only_missing=slow, order=order), **originals}
         result = WorkbookValues(sheet_names=names)
         workbook_unknown: list[str] | None = None
         graph: FormulaGraph | None = None
@@ -98,13 +100,29 @@ def _work_around_defects(model: Any, names: list[str], path: Path) -> dict[tuple
             index = names.index(sheet_name)
             originals[(index, row, column)] = model.get_cell_formula(index, row, column) or formula
             model.update_cell_with_formula(index, row, column, formula)
+    last_rows = {name: model.get_sheet_dimensions(index)[1] for index, name in enumerate(names)}
+    lower = {name.lower(): name for name in names}
+    blank_used = any(model.get_sheet_dimensions(index)[1] == MAX_ROW for index in range(len(names)))
     for sheet, row, column in model.get_all_cells():
         formula = model.get_cell_formula(sheet, row, column)
-        widened = widen_criteria_ranges(formula) if formula else formula
-        if widened != formula:
+        if not formula:
+            continue
+        home = names[sheet]
+        last_row = None if blank_used else (lambda name, home=home: last_rows.get(lower.get((name or home).lower(), "")))
+        rewritten = rewrite_criteria_calls(formula, last_row)
+        if rewritten != formula:
             originals.setdefault((sheet, row, column), formula)
-            model.update_cell_with_formula(sheet, row, column, widened)
+            model.update_cell_with_formula(sheet, row, column, rewritten)
     return originals
+
+
+def _dependency_levels(path: Path, names: list[str], cells: list[Cell]) -> list[list[Cell]] | None:
+    """The bridge's cells (sheet index, row, column) in dependency levels, from the file's formula graph."""
+    graph = load_graph(path)
+    if graph is None:
+        return None
+    levels = graph.dependency_levels([(names[sheet], row, column) for sheet, row, column in cells])
+    return None if levels is None else [[(names.index(s), r, c) for s, r, c in level] for level in levels]
 
 
 def _timed_evaluation(model: Any) -> float:

@@ -35,8 +35,11 @@ literal otherwise.
 
 A call whose arguments regrade cannot take (a binary search, an array lookup value,
 an array too large) is left to IronCalc. *Passes* repeat the whole resolution
-until no formula changes, so a call that reads another bridged cell converges; a
-workbook that does not settle keeps its original formulas.
+until no formula changes, so a call that reads another bridged cell converges. A
+chain too long for that (task 42110: each of 45 rows lists the names the rows above
+have not) is resolved one dependency level at a time, in the order of the formula
+graph, and one more pass checks that nothing changes. A workbook that does not
+settle keeps its original formulas.
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ from engines.functions.lookup import NA, NotImplementedMode, lookup, xlookup, xm
 from engines.functions.values import as_number
 
 MAX_PASSES = 6
+MAX_LEVELS = 100
 MAX_ROUNDS = 20
 MAX_ARRAY_CELLS = 200_000
 MAX_COLUMNS = 16_384
@@ -109,22 +113,26 @@ class _Call:
     end: int
     args: list[str]
 
-    def replaced(self, text: str) -> str:
-        before = "".join(t.value for t in self.tokens[: self.start])
-        after = "".join(t.value for t in self.tokens[self.end + 1 :])
-        return "=" + before + text + after
+    def replaced(self, text: str, tokens: dict[str, list[Token]]) -> str:
+        """The formula with this call replaced by ``text``; its tokens are put in ``tokens``
+        (re-reading a formula holding a long array literal is the bridge's largest cost)."""
+        spliced = self.tokens[: self.start] + [Token(text, Token.OPERAND, Token.RANGE)] + self.tokens[self.end + 1 :]
+        formula = "=" + "".join(t.value for t in spliced)
+        tokens[formula] = spliced
+        return formula
 
 
-def bridge_functions(model: Any, array_cells: set[Cell] = frozenset(), only_missing: bool = False) -> dict[Cell, str]:
+def bridge_functions(model: Any, array_cells: set[Cell] = frozenset(), only_missing: bool = False,
+                     order: Callable[[list[Cell]], list[list[Cell]] | None] | None = None) -> dict[Cell, str]:
     """Compute every bridged call into the model's formulas; returns each changed cell's original formula.
 
     ``array_cells`` are the cells holding array formulas (:func:`engines.sheets.array_formula_cells`).
     With ``only_missing``, only the functions IronCalc lacks are bridged, not those it gets
     wrong in places (for workbooks so slow to evaluate that the bridge's extra evaluations
-    would not fit in the time limit).
+    would not fit in the time limit). ``order`` puts bridged cells in dependency levels
+    (:meth:`engines.cones.FormulaGraph.dependency_levels`), for chains too long to settle
+    in :data:`MAX_PASSES` passes.
     """
-    import ironcalc
-
     originals: dict[Cell, str] = {}
     for sheet, row, column in model.get_all_cells():
         formula = _repair_rendering(model.get_cell_formula(sheet, row, column))
@@ -135,33 +143,72 @@ def bridge_functions(model: Any, array_cells: set[Cell] = frozenset(), only_miss
                 originals[cell] = formula
     if not originals:
         return {}
+    subtotal_cells = {cell for cell, text in originals.items() if _is_subtotal(text)}
+    settled = _settle_in_passes(model, originals, array_cells, subtotal_cells)
+    if settled is None and order is not None and (levels := order(sorted(originals))) is not None:
+        _write(model, originals)
+        settled = _settle_by_level(model, originals, array_cells, subtotal_cells, levels)
+    if settled is None:  # did not settle: give up honestly
+        _write(model, originals)
+        return {}
+    return {cell: originals[cell] for cell in originals if settled[cell] != originals[cell]}
+
+
+def _settle_in_passes(model: Any, originals: dict[Cell, str], array_cells: set[Cell],
+                      subtotal_cells: set[Cell]) -> dict[Cell, str] | None:
+    """Resolve every formula, pass after pass, until a pass changes nothing; None if none does so in time."""
     previous: dict[Cell, str] = {}
     for _ in range(MAX_PASSES):
-        copy = ironcalc.load_from_bytes(model.to_bytes())
-        copy.evaluate()
-        try:
-            current = _resolve_all(copy, originals, array_cells)
-        except Exception:  # a formula IronCalc will not take, no scratch room left...: leave them to IronCalc
-            current = dict(originals)
+        current = _resolve_on_copy(model, originals, array_cells, subtotal_cells)
         if current == previous:
-            return {cell: originals[cell] for cell in originals if current[cell] != originals[cell]}
-        for (sheet, row, column), text in current.items():
-            model.update_cell_with_formula(sheet, row, column, text)
-        model.evaluate()
+            return current
+        _write(model, current)
         previous = current
-    for (sheet, row, column), text in originals.items():  # did not settle: give up honestly
+    return None
+
+
+def _settle_by_level(model: Any, originals: dict[Cell, str], array_cells: set[Cell], subtotal_cells: set[Cell],
+                     levels: list[list[Cell]]) -> dict[Cell, str] | None:
+    """Resolve the formulas one dependency level at a time, each from the settled levels before it;
+    one pass over all of them then checks that nothing changes (None if something does)."""
+    if len(levels) > MAX_LEVELS:
+        return None
+    settled: dict[Cell, str] = {}
+    for level in levels:
+        resolved = _resolve_on_copy(model, {cell: originals[cell] for cell in level}, array_cells, subtotal_cells)
+        _write(model, resolved)
+        settled.update(resolved)
+    return settled if _resolve_on_copy(model, originals, array_cells, subtotal_cells) == settled else None
+
+
+def _resolve_on_copy(model: Any, originals: dict[Cell, str], array_cells: set[Cell],
+                     subtotal_cells: set[Cell]) -> dict[Cell, str]:
+    """The formulas with their bridged calls resolved against a copy of the model as it stands."""
+    import ironcalc
+
+    copy = ironcalc.load_from_bytes(model.to_bytes())
+    copy.evaluate()
+    try:
+        return _resolve_all(copy, originals, array_cells, subtotal_cells)
+    except Exception:  # a formula IronCalc will not take, no scratch room left...: leave them to IronCalc
+        return dict(originals)
+
+
+def _write(model: Any, formulas: dict[Cell, str]) -> None:
+    for (sheet, row, column), text in formulas.items():
         model.update_cell_with_formula(sheet, row, column, text)
     model.evaluate()
-    return {}
 
 
-def _resolve_all(copy: Any, originals: dict[Cell, str], array_cells: set[Cell]) -> dict[Cell, str]:
-    """Every formula with its bridged calls replaced, innermost first, all formulas in step."""
+def _resolve_all(copy: Any, originals: dict[Cell, str], array_cells: set[Cell],
+                 subtotal_cells: set[Cell]) -> dict[Cell, str]:
+    """Every formula with its bridged calls replaced, innermost first, all formulas in step
+    (``subtotal_cells``: the SUBTOTAL/AGGREGATE formulas, which their callers may skip)."""
     formulas = dict(originals)
     open_cells = set(formulas)
-    subtotal_cells = {cell for cell, text in originals.items() if _is_subtotal(text)}
+    tokens: dict[str, list[Token]] = {}
     for _ in range(MAX_ROUNDS):
-        calls = [c for c in (_innermost(cell, formulas[cell], cell in array_cells) for cell in sorted(open_cells))
+        calls = [c for c in (_innermost(cell, formulas[cell], cell in array_cells, tokens) for cell in sorted(open_cells))
                  if c is not None]
         if not calls:
             break
@@ -172,7 +219,7 @@ def _resolve_all(copy: Any, originals: dict[Cell, str], array_cells: set[Cell]) 
         for call, args in planned:
             result = _compute(call, [scratch.argument(a) for a in args], copy)
             if result is not None:
-                formulas[call.cell] = call.replaced(result)
+                formulas[call.cell] = call.replaced(result, tokens)
                 open_cells.add(call.cell)
     return formulas
 
@@ -192,12 +239,17 @@ def _holds_missing(formula: str) -> bool:
     return re.search(r"(?<![A-Za-z0-9_.])(?:_xlfn\.)?aggregate\(", formula, re.IGNORECASE) is not None
 
 
-def _innermost(cell: Cell, formula: str, in_array_formula: bool) -> _Call | None:
-    """The first bridged call of the formula that holds no other bridged call."""
-    try:
-        tokens = Tokenizer(formula).items
-    except Exception:
-        return None
+def _innermost(cell: Cell, formula: str, in_array_formula: bool,
+               known: dict[str, list[Token]] | None = None) -> _Call | None:
+    """The first bridged call of the formula that holds no other bridged call (``known``: tokens
+    of formulas already read)."""
+    if known is not None and formula in known:
+        tokens = known[formula]
+    else:
+        try:
+            tokens = Tokenizer(formula).items
+        except Exception:
+            return None
     stack: list[tuple[int, str, list[list[Token]], bool]] = []  # start, function, args, holds a bridged call
     for index, token in enumerate(tokens):
         if token.subtype == Token.OPEN and token.type in (Token.FUNC, Token.PAREN, Token.ARRAY):
@@ -609,7 +661,15 @@ def _countif(args: list[Argument]) -> object:
     if len(args) != 2:
         return VALUE
     cells = [value for row in args[0].rows for value in row]
-    return _elementwise(lambda criterion: countif(cells, criterion))([args[1]])
+    counts: dict[tuple[type, object], object] = {}  # criteria repeat: a table's names, say
+
+    def one(criterion: object) -> object:
+        key = (type(criterion), criterion)
+        if key not in counts:
+            counts[key] = countif(cells, criterion)
+        return counts[key]
+
+    return _elementwise(one)([args[1]])
 
 
 def _array_position(args: list[str], in_array: bool, positions: tuple[int, ...] = (0,)) -> bool:

@@ -101,3 +101,29 @@ def test_references_to_other_workbooks_make_the_cone_external():
     graph = graph_of(book)
     assert graph.cone([("Sheet", 2, 1)]).external
     assert not graph.cone([("Sheet", 3, 1)]).external
+
+
+def test_dependency_levels_order_cells_after_those_they_read_even_through_other_formulas():
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet["A1"] = 1
+    sheet["B1"] = "=A1+1"  # reads a constant: first
+    sheet["C1"] = "=B1*2"  # not asked for, but D1 reads B1 through it
+    sheet["D1"] = "=C1+1"  # after B1
+    sheet["E1"] = "=SUM(B1:D1)"  # after D1
+    sheet["F1"] = "=A1*3"  # reads a constant: first
+    graph = graph_of(book)
+    cells = [("Sheet", 1, column) for column in (2, 4, 5, 6)]
+    assert graph.dependency_levels(cells) == [[("Sheet", 1, 2), ("Sheet", 1, 6)], [("Sheet", 1, 4)], [("Sheet", 1, 5)]]
+
+
+def test_dependency_levels_are_unknown_for_a_cycle_or_an_open_cone():
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet["A1"], sheet["B1"] = "=B1+1", "=A1+1"  # a cycle
+    sheet["C1"] = '=INDIRECT("A1")'  # reads a cell no one can name in advance
+    sheet["D1"] = "=1+1"
+    graph = graph_of(book)
+    assert graph.dependency_levels([("Sheet", 1, 1), ("Sheet", 1, 4)]) is None
+    assert graph.dependency_levels([("Sheet", 1, 3), ("Sheet", 1, 4)]) is None
+    assert graph.dependency_levels([("Sheet", 1, 4)]) == [[("Sheet", 1, 4)]]

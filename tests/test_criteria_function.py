@@ -6,6 +6,7 @@ import pytest
 from engines.base import ExcelError
 from engines.functions.criteria import countif
 from engines.functions.lookup import NotImplementedMode
+from engines.functions.values import as_number
 
 CELLS = [1.0, 2.0, "2", "apple", "Apricot", "banana", None, "", True, ExcelError("#N/A"), 10.0]
 
@@ -45,3 +46,11 @@ def test_a_date_written_as_text_is_left_to_the_engine():
         countif(CELLS, "<1/1/2024")
     with pytest.raises(NotImplementedMode):
         countif(CELLS, ">=12:30")
+
+
+def test_only_text_excel_reads_as_a_number_is_numeric():
+    # Excel's VALUE(" 12 ") is 12 and VALUE("1e3") 1000; VALUE("inf"), VALUE("nan") and
+    # VALUE("1_000") are #VALUE!, though Python's float() reads all three
+    assert as_number(" 12 ") == 12.0 and as_number("1e3") == 1000.0 and as_number("-.5") == -0.5
+    assert as_number("inf") is None and as_number("nan") is None and as_number("1_000") is None
+    assert countif(["1_000", "inf"], 1000.0) == 0  # neither text reads as a number

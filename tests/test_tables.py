@@ -48,17 +48,6 @@ def test_aggregate_inside_a_larger_formula(workbook):
     assert IronCalcEngine().evaluate(path, [CellRef("Sheet1", 1, 3)]).cells == {CellRef("Sheet1", 1, 3): "d"}
 
 
-def test_single_cell_criteria_ranges_are_widened_only_in_range_positions():
-    from engines.ironcalc_rewrites import widen_criteria_ranges as widen
-
-    assert widen('=COUNTIF(A1,"a*")') == '=COUNTIF(A1:A1,"a*")'
-    assert widen('=COUNTIFS(A1,"x",Sheet2!B2,">1")') == '=COUNTIFS(A1:A1,"x",Sheet2!B2:B2,">1")'
-    assert widen('=SUMIFS(C1,A1,"x")') == '=SUMIFS(C1:C1,A1:A1,"x")'
-    assert widen("=COUNTIF(A1:A5,B1)") == "=COUNTIF(A1:A5,B1)"  # B1 is the criterion, not a range
-    assert widen('=COUNTIF(A1,"COUNTIF(A1,1)")') == '=COUNTIF(A1:A1,"COUNTIF(A1,1)")'  # text untouched
-    assert widen("=SUM(A1)") == "=SUM(A1)"
-
-
 def test_the_spreadsheetbench_68_47_pattern_computes_in_ironcalc(workbook):
     # task 68-47: IF(COUNTIF(C7, "*AFS/FSTC"), ...) gave #VALUE! in IronCalc for every row.
     # C1 ends in AFS/FSTC, so COUNTIF is 1 and the IF takes its first branch.

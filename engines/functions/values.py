@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
+# Text Excel reads as a number: digits with an optional sign, point and exponent, spaces around
+# (Python's float() would also take "inf", "nan" and "1_000", which Excel reads as text)
+_NUMERIC_TEXT = re.compile(r"\s*[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\s*")
+
 
 def as_number(value: object) -> float | None:
     """An empty cell is 0, TRUE 1, FALSE 0, numeric text its number; None for any other text or value."""
@@ -12,8 +18,5 @@ def as_number(value: object) -> float | None:
     if isinstance(value, (int, float)):
         return float(value)
     if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return None
+        return float(value) if _NUMERIC_TEXT.fullmatch(value) else None
     return None

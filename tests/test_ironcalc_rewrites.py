@@ -1,0 +1,49 @@
+"""The formula rewrites around IronCalc's defects (engines/ironcalc_rewrites.py): the text they
+produce, and the values IronCalc computes through them against values worked out by hand."""
+
+from engines.base import CellRef
+from engines.ironcalc_ import IronCalcEngine
+from engines.ironcalc_rewrites import rewrite_criteria_calls as rewrite
+
+
+def test_single_cell_criteria_ranges_are_widened_only_in_range_positions():
+    assert rewrite('=COUNTIF(A1,"a*")') == '=COUNTIF(A1:A1,"a*")'
+    assert rewrite('=COUNTIFS(A1,"x",Sheet2!B2,">1")') == '=COUNTIFS(A1:A1,"x",Sheet2!B2:B2,">1")'
+    assert rewrite('=SUMIFS(C1,A1,"x")') == '=SUMIFS(C1:C1,A1:A1,"x")'
+    assert rewrite("=COUNTIF(A1:A5,B1)") == "=COUNTIF(A1:A5,B1)"  # B1 is the criterion, not a range
+    assert rewrite('=COUNTIF(A1,"COUNTIF(A1,1)")') == '=COUNTIF(A1:A1,"COUNTIF(A1,1)")'  # text untouched
+    assert rewrite("=SUM(A1)") == "=SUM(A1)"
+
+
+def test_ranges_to_the_sheets_end_are_cut_at_its_last_used_row():
+    last = {None: 144, "Data": 50}.get
+    # a count gets the blank rows cut off back: their number times the count of one blank cell
+    assert rewrite("=IF(COUNTIF(H$7:H$1048576,-ABS(H34))<2,1,0)", last) == (
+        "=IF((COUNTIF(H$7:H$144,-ABS(H34))+1048432*COUNTIF($XFD$1048576:$XFD$1048576,-ABS(H34)))<2,1,0)")
+    assert rewrite('=COUNTIFS(Data!A2:A1048576,">1",Data!B2:B1048576,C1)', last) == (
+        '=(COUNTIFS(Data!A2:A50,">1",Data!B2:B50,C1)'
+        '+1048526*COUNTIFS($XFD$1048576:$XFD$1048576,">1",$XFD$1048576:$XFD$1048576,C1))')
+    # blank rows add nothing to a sum: cut only
+    assert rewrite('=SUMIF(A1:A1048576,"x",B1:B1048576)', last) == '=SUMIF(A1:A144,"x",B1:B144)'
+    # left alone: ranges of different rows, a sheet not in the workbook, a range that ends near the data
+    assert rewrite('=SUMIF(A1:A1048576,"x",B2:B1048576)', last) == '=SUMIF(A1:A1048576,"x",B2:B1048576)'
+    assert rewrite("=COUNTIF(Nope!A1:A1048576,1)", last) == "=COUNTIF(Nope!A1:A1048576,1)"
+    assert rewrite("=COUNTIF(A1:A5000,1)", last) == "=COUNTIF(A1:A5000,1)"
+
+
+def test_cut_ranges_give_the_values_of_the_whole_ranges(workbook):
+    # Rows 2-4 hold A = x, 5, y and B = 10, blank, blank; rows 5 to 1,048,576 are blank. The
+    # ranges start at row 2 (IronCalc reads A1:A1048576 as the whole column A:A, which it handles).
+    path = workbook({"A2": "x", "A3": 5, "A4": "y", "B2": 10,
+                     "D1": '=COUNTIF(A$2:A$1048576,"")',  # the blank rows: 1,048,575 - 3
+                     "D2": '=COUNTIF(A2:A1048576,"<>5")',  # every cell but A3, blanks included
+                     "D3": "=COUNTIF(A2:A1048576,5)",  # A3
+                     "D4": '=SUMIF(A2:A1048576,"x",B2:B1048576)',  # B2
+                     "D5": '=COUNTIFS(A2:A1048576,"",B2:B1048576,"")',  # rows 5 onwards: both blank
+                     "D6": '=AVERAGEIF(A2:A1048576,"<>5",B2:B1048576)',  # B2; blank B cells are skipped
+                     "D7": '=AVERAGEIF(A2:A1048576,"y",B2:B1048576)'})  # B4 is blank: nothing to average
+    cells = [CellRef("Sheet1", row, 4) for row in range(1, 8)]
+    values = IronCalcEngine().evaluate(path, cells)
+    assert [values.cells[c] for c in cells[:6]] == [1_048_572, 1_048_574, 1, 10, 1_048_572, 10]
+    assert str(values.cells[cells[6]]) == "#DIV/0!"
+    assert values.formulas[cells[0]] == '=COUNTIF(A$2:A$1048576,"")'  # the file's formula is reported
