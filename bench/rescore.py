@@ -85,7 +85,7 @@ def per_file_libreoffice(rows: list[dict], scratch: Path) -> tuple[list[float], 
         passed = None
         try:
             golden = load_golden(Path(row["answer_path"]))
-            targets = policy.targets(row["answer_position"], row["answer_sheet"] or None, golden.extents)
+            targets = golden.targets(policy, row["answer_position"], row["answer_sheet"] or None)
             if converted is not None:
                 passed = bool(grade(policy, targets, golden, "cached", reader.evaluate(converted, targets)).passed)
         except (GoldenError, TargetError):

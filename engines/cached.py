@@ -46,8 +46,8 @@ class CachedEngine:
         try:
             with warnings.catch_warnings():  # openpyxl warns about every extension it drops
                 warnings.simplefilter("ignore")
-                names, values = _read_cells(path, cells, data_only=True)
-                formulas = _read_cells(path, cells, data_only=False)[1] if self._formulas_wanted(path, cells) else {}
+                names, values = read_cells(path, cells, data_only=True)
+                formulas = read_cells(path, cells, data_only=False)[1] if self._formulas_wanted(path, cells) else {}
         except MemoryError:
             raise  # a limit, not a broken file: the isolating worker reports it
         except Exception as exc:  # openpyxl raises many kinds on a broken file; all mean unreadable
@@ -68,7 +68,7 @@ class CachedEngine:
         return result
 
 
-def _read_cells(path: Path, cells: Sequence[CellRef], data_only: bool) -> tuple[list[str], dict[CellRef, tuple]]:
+def read_cells(path: Path, cells: Sequence[CellRef], data_only: bool) -> tuple[list[str], dict[CellRef, tuple]]:
     """The sheet names, and (value, number format) of each requested cell on a sheet the file has.
 
     openpyxl's streaming (read-only) reader goes through each sheet's rows only as far as the

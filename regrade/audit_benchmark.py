@@ -198,7 +198,7 @@ def add_position_findings(task: TaskAudit, position: str, answer_sheet: str | No
                                      f"{', '.join(sorted(repr(b.sheet) for b in parsed.boxes if b.sheet))}"))
     elif not named:
         try:
-            first = load_golden(first_golden).extents[0].name
+            first = load_golden(first_golden).sheet_names[0]
         except (GoldenError, IndexError):
             return
         if first.strip().casefold() not in wanted:
@@ -212,10 +212,10 @@ def add_golden_findings(task: TaskAudit, number: int, path: Path, position: str,
     add = task.findings.append
     try:
         golden = load_golden(path)
-        targets = SpreadsheetBenchPolicy().targets(position, answer_sheet, golden.extents)
+        targets = golden.targets(SpreadsheetBenchPolicy(), position, answer_sheet)
     except (GoldenError, TargetError):
         return  # the position or the file is reported above
-    present = [t for t in targets if t.sheet in golden.book.sheetnames]
+    present = [t for t in targets if t.sheet in golden.sheet_names]
     formulas = [t for t in present if golden.is_formula(t)]
     uncached = [t for t in formulas if golden.value(t) is None]
     if uncached:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Callable, Protocol, Sequence
 
 from engines.base import CannotEvaluate, CellRef, CellResult, ExcelError
 from regrade.official import OfficialGraderError, official_targets
@@ -31,8 +31,23 @@ class TargetError(Exception):
         self.reason = reason
 
 
+class SheetExtent(Protocol):
+    """A golden sheet as positions need it: its name, and its size (for whole columns or rows)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def max_row(self) -> int: ...
+
+    @property
+    def max_column(self) -> int: ...
+
+
 @dataclass(frozen=True)
-class SheetExtent:
+class KnownExtent:
+    """A sheet whose size is known."""
+
     name: str
     max_row: int
     max_column: int
@@ -42,7 +57,7 @@ class Policy(Protocol):
     name: str
     exact_sheet_names: bool
 
-    def targets(self, position: str, answer_sheet: str | None, golden: list[SheetExtent]) -> list[CellRef]: ...
+    def targets(self, position: str, answer_sheet: str | None, golden: Sequence[SheetExtent]) -> list[CellRef]: ...
 
     def equal(self, golden: CellResult, output: CellResult) -> bool: ...
 
@@ -85,7 +100,7 @@ class OfficialPolicy:
     name = "spreadsheetbench-official"
     exact_sheet_names = True
 
-    def targets(self, position: str, answer_sheet: str | None, golden: list[SheetExtent]) -> list[CellRef]:
+    def targets(self, position: str, answer_sheet: str | None, golden: Sequence[SheetExtent]) -> list[CellRef]:
         try:
             return official_targets(position, [s.name for s in golden])
         except OfficialGraderError as exc:
@@ -99,7 +114,7 @@ class SpreadsheetBenchPolicy:
     name = "spreadsheetbench"
     exact_sheet_names = False
 
-    def targets(self, position: str, answer_sheet: str | None, golden: list[SheetExtent]) -> list[CellRef]:
+    def targets(self, position: str, answer_sheet: str | None, golden: Sequence[SheetExtent]) -> list[CellRef]:
         try:
             parsed = parse_answer_position(position)
         except PositionError as exc:
@@ -112,14 +127,16 @@ class SpreadsheetBenchPolicy:
             extent = _find_sheet(box.sheet or default.name, golden)
             if extent is None:
                 raise TargetError("invalid-position", f"sheet {box.sheet!r} of {position!r} is not in the golden workbook")
-            targets.extend(CellRef(extent.name, r, c) for r, c in cells_of(box, extent.max_row, extent.max_column))
+            max_row = extent.max_row if box.max_row is None else 1  # a sheet's size is read only when needed
+            max_column = extent.max_column if box.max_col is None else 1
+            targets.extend(CellRef(extent.name, r, c) for r, c in cells_of(box, max_row, max_column))
         return targets
 
     def equal(self, golden: CellResult, output: CellResult) -> bool:
         return spreadsheetbench_equal(golden, output)
 
 
-def _find_sheet(name: str, golden: list[SheetExtent]) -> SheetExtent | None:
+def _find_sheet(name: str, golden: Sequence[SheetExtent]) -> SheetExtent | None:
     for extent in golden:
         if extent.name == name:
             return extent
@@ -127,7 +144,7 @@ def _find_sheet(name: str, golden: list[SheetExtent]) -> SheetExtent | None:
     return next((e for e in golden if e.name.strip().casefold() == folded), None)
 
 
-def _default_sheet(answer_sheet: str | None, golden: list[SheetExtent]) -> SheetExtent:
+def _default_sheet(answer_sheet: str | None, golden: Sequence[SheetExtent]) -> SheetExtent:
     if answer_sheet:
         named = _find_sheet(answer_sheet.strip().strip("'"), golden)
         if named is not None:

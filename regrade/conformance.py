@@ -102,7 +102,7 @@ def conformance(
         report.files.examined += 1
         try:
             golden = load_golden(path)
-            targets = policy.targets(record.get("answer_position", ""), record.get("answer_sheet"), golden.extents)
+            targets = golden.targets(policy, record.get("answer_position", ""), record.get("answer_sheet"))
         except (GoldenError, TargetError):
             report.files.unreadable += 1
             continue

@@ -17,6 +17,7 @@ import openpyxl
 from openpyxl.utils.cell import range_boundaries
 
 from engines.base import EXCEL_ERROR_CODES, CannotEvaluate, CellRef, CellResult, Engine, ExcelError, WorkbookValues
+from engines.cached import read_cells
 from engines.cones import VOLATILE_FUNCTIONS, FormulaGraph
 from engines.readings import number_value
 from engines.screening import HOSTILE_REASONS, screen
@@ -61,23 +62,69 @@ class Grade:
 
 @dataclass
 class Golden:
-    """The golden workbook's sheets and cached values (Excel's own results)."""
+    """The golden workbook's sheets and cached values (Excel's own results).
+
+    Values are read on demand, streaming only the rows that hold the cells asked for
+    (:meth:`read`); a sheet's size is measured (a full load) only when a position asks
+    for a whole column or row.
+    """
 
     path: Path
-    extents: list[SheetExtent]
-    book: openpyxl.Workbook
+    sheet_names: list[str]
+    _cells: dict[CellRef, tuple[object, str]] = field(default_factory=dict)  # value, number format
+    _sizes: dict[str, tuple[int, int]] | None = None
     _formula_book: openpyxl.Workbook | None = None
     _graph: FormulaGraph | None = None
     _formula_cells: dict[str, set[tuple[int, int]]] | None = None
 
+    @property
+    def extents(self) -> list[SheetExtent]:
+        return [_GoldenSheet(self, name) for name in self.sheet_names]
+
+    def targets(self, policy: Policy, position: str, answer_sheet: str | None) -> list[CellRef]:
+        """The cells ``position`` grades under ``policy``, their golden values read (TargetError, GoldenError)."""
+        targets = policy.targets(position, answer_sheet, self.extents)
+        self.read(targets)
+        return targets
+
+    def read(self, refs: Collection[CellRef]) -> None:
+        """Read the values of those of ``refs`` not read yet (GoldenError if the file breaks)."""
+        missing = [ref for ref in refs if ref not in self._cells and ref.sheet in self.sheet_names]
+        if not missing:
+            return
+        try:
+            with warnings.catch_warnings():  # openpyxl warns about every extension it drops
+                warnings.simplefilter("ignore")
+                self._cells.update(read_cells(self.path, missing, data_only=True)[1])
+        except MemoryError:
+            raise
+        except Exception as exc:  # openpyxl raises many kinds on a broken file
+            raise GoldenError(f"golden file {self.path} cannot be read: {exc}") from exc
+
+    def size(self, sheet: str) -> tuple[int, int]:
+        """The sheet's last row and column as openpyxl's full load counts them."""
+        if self._sizes is None:
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    book = openpyxl.load_workbook(self.path, data_only=True)
+            except Exception as exc:
+                raise GoldenError(f"golden file {self.path} cannot be read: {exc}") from exc
+            self._sizes = {ws.title: (ws.max_row, ws.max_column) for ws in book.worksheets}
+        return self._sizes[sheet]
+
     def value(self, ref: CellRef) -> CellResult:
-        value = self.book[ref.sheet].cell(ref.row, ref.column).value
+        if ref not in self._cells:
+            self.read([ref])
+        value = self._cells.get(ref, (None, "General"))[0]
         if isinstance(value, str) and value in EXCEL_ERROR_CODES:
             return ExcelError(value)
         return value
 
     def number_format(self, ref: CellRef) -> str:
-        return self.book[ref.sheet].cell(ref.row, ref.column).number_format
+        if ref not in self._cells:
+            self.read([ref])
+        return self._cells.get(ref, (None, "General"))[1]
 
     def formula(self, ref: CellRef) -> str | None:
         """The golden cell's formula, or None (the formulas are read on first use)."""
@@ -94,7 +141,7 @@ class Golden:
         opened in Excel), or one depends on a volatile function, whose saved value is
         of the moment the golden was saved.
         """
-        formulas = [t for t in targets if t.sheet in self.book.sheetnames and self.is_formula(t)]
+        formulas = [t for t in targets if t.sheet in self.sheet_names and self.is_formula(t)]
         if not formulas:
             return None
         if all(self.value(t) is None for t in formulas):
@@ -160,11 +207,28 @@ def _load_golden(path: Path, mtime_ns: int, size: int) -> Golden:
     try:
         with warnings.catch_warnings():  # openpyxl warns about every extension it drops
             warnings.simplefilter("ignore")
-            book = openpyxl.load_workbook(path, data_only=True)
+            book = openpyxl.load_workbook(path, data_only=True, read_only=True)
+            names = list(book.sheetnames)
+            book.close()
     except Exception as exc:  # openpyxl raises many kinds on a broken file
         raise GoldenError(f"golden file {path} cannot be read: {exc}") from exc
-    extents = [SheetExtent(ws.title, ws.max_row, ws.max_column) for ws in book.worksheets]
-    return Golden(path, extents, book)
+    return Golden(path, names)
+
+
+class _GoldenSheet:
+    """A golden sheet whose size is measured only when a position reads it."""
+
+    def __init__(self, golden: Golden, name: str):
+        self._golden = golden
+        self.name = name
+
+    @property
+    def max_row(self) -> int:
+        return self._golden.size(self.name)[0]
+
+    @property
+    def max_column(self) -> int:
+        return self._golden.size(self.name)[1]
 
 
 def recomputed_view(
@@ -246,7 +310,7 @@ def grade_case(case: Case, policy: Policy, engine: Engine, stored: Engine) -> Gr
     view keeps (see :func:`recomputed_view`)."""
     try:
         golden = load_golden(case.answer_path)
-        targets = policy.targets(case.answer_position, case.answer_sheet, golden.extents)
+        targets = golden.targets(policy, case.answer_position, case.answer_sheet)
     except GoldenError as exc:
         return Grade(engine.name, None, "invalid-golden", str(exc))
     except TargetError as exc:  # the official grader fails such a case whatever the values

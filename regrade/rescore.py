@@ -50,7 +50,9 @@ def rescore_case(case: Case, policy: Policy, shallow: Engine, fulls: Sequence[En
     except GoldenError as exc:
         return CaseResult(case, None, None, INVALID_GOLDEN, ["invalid-golden"], str(exc))
     try:
-        targets = policy.targets(case.answer_position, case.answer_sheet, golden.extents)
+        targets = golden.targets(policy, case.answer_position, case.answer_sheet)
+    except GoldenError as exc:
+        return CaseResult(case, None, None, INVALID_GOLDEN, ["invalid-golden"], str(exc))
     except TargetError as exc:
         if exc.reason == "official-grader-error":  # the official grader fails it whatever the values
             return CaseResult(case, False, False, CONFIRMED_FAIL, [exc.reason], str(exc))

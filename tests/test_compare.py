@@ -4,8 +4,8 @@ import datetime as dt
 
 import pytest
 
-from engines.base import CannotEvaluate, ExcelError
-from regrade.compare import SheetExtent, SpreadsheetBenchPolicy, get_policy, spreadsheetbench_equal
+from engines.base import CannotEvaluate, CellRef, ExcelError
+from regrade.compare import KnownExtent, SpreadsheetBenchPolicy, get_policy, spreadsheetbench_equal
 
 
 @pytest.mark.parametrize(
@@ -38,7 +38,7 @@ def test_an_abstention_cannot_be_compared():
 
 
 def test_correct_policy_uses_answer_sheet_when_the_position_names_none():
-    extents = [SheetExtent("Data", 10, 5), SheetExtent("Result", 3, 2)]
+    extents = [KnownExtent("Data", 10, 5), KnownExtent("Result", 3, 2)]
     targets = SpreadsheetBenchPolicy().targets("A1:A2", "Result", extents)
     assert [str(t) for t in targets] == ["Result!A1", "Result!A2"]
 
@@ -46,3 +46,17 @@ def test_correct_policy_uses_answer_sheet_when_the_position_names_none():
 def test_unknown_policy_is_a_clear_error():
     with pytest.raises(ValueError, match="unknown policy 'nope'"):
         get_policy("nope")
+
+
+def test_the_golden_reads_graded_cells_and_measures_its_sheet_only_for_a_whole_column(workbook):
+    from regrade.grading import load_golden
+
+    path = workbook({"A1": 1, "A2": "x", "A3": 3.5, "C5": 7})  # Sheet1 ends at row 5
+    golden = load_golden(path)
+    policy = SpreadsheetBenchPolicy()
+    assert golden.targets(policy, "A2:A3", None) == [CellRef("Sheet1", 2, 1), CellRef("Sheet1", 3, 1)]
+    assert golden._sizes is None  # a closed box needs no size
+    assert [golden.value(CellRef("Sheet1", r, 1)) for r in (2, 3)] == ["x", 3.5]
+    column = golden.targets(policy, "A:A", None)
+    assert column == [CellRef("Sheet1", r, 1) for r in range(1, 6)]  # to row 5, the sheet's last
+    assert [golden.value(ref) for ref in column] == [1, "x", 3.5, None, None]

@@ -33,7 +33,7 @@ def official_decisions(job: tuple[str, int, str]) -> tuple[str, int, bool, bool]
     input_path = input_file(golden_path, task_id, number) or golden_path.with_name(f"{number}_{task_id}_input.xlsx")
     try:
         golden = load_golden(golden_path)
-        targets = policy.targets(position, None, golden.extents)
+        targets = golden.targets(policy, position, None)
     except (GoldenError, TargetError):
         return task_id, number, False, False
     decisions = []
