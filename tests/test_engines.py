@@ -131,6 +131,49 @@ def test_isolated_engine_returns_the_same_values(workbook):
     assert IsolatedEngine(IronCalcEngine()).evaluate(path, [ref("A2")]).cells == {ref("A2"): 16.0}
 
 
+class SleepyOnceEngine(IronCalcEngine):
+    """Sleeps past the limit on a workbook named slow.xlsx, computes the others."""
+
+    def evaluate(self, path, cells):
+        if path.name == "slow.xlsx":
+            time.sleep(30)
+        return super().evaluate(path, cells)
+
+
+class CrashOnSecondEngine(IronCalcEngine):
+    """Dies on the second workbook a worker process serves: a fault left by its predecessor."""
+
+    served = 0
+
+    def evaluate(self, path, cells):
+        CrashOnSecondEngine.served += 1  # counted in the worker process
+        if CrashOnSecondEngine.served == 2:
+            os.kill(os.getpid(), signal.SIGSEGV)
+        return super().evaluate(path, cells)
+
+
+def test_the_worker_serves_workbook_after_workbook_and_is_replaced_after_a_timeout(workbook):
+    fast = workbook({"A1": 4, "A2": "=A1*A1"}, name="fast.xlsx")
+    slow = workbook({"A1": 1}, name="slow.xlsx")
+    engine = IsolatedEngine(SleepyOnceEngine(), timeout_s=1)
+    assert engine.evaluate(fast, [ref("A2")]).cells == {ref("A2"): 16.0}
+    first = engine._worker.pid
+    assert engine.evaluate(fast, [ref("A2")]).cells == {ref("A2"): 16.0}
+    assert engine._worker.pid == first  # the same worker
+    assert engine.evaluate(slow, [ref("A1")]).failure.reason == "timeout"
+    assert engine.evaluate(fast, [ref("A2")]).cells == {ref("A2"): 16.0}  # a new worker answers
+    assert engine._worker.pid != first
+    engine.close()
+
+
+def test_a_crash_in_a_worker_that_served_others_is_tried_again_in_a_fresh_one(workbook):
+    path = workbook({"A1": 4, "A2": "=A1*A1"})
+    engine = IsolatedEngine(CrashOnSecondEngine())
+    assert engine.evaluate(path, [ref("A2")]).cells == {ref("A2"): 16.0}
+    assert engine.evaluate(path, [ref("A2")]).cells == {ref("A2"): 16.0}  # crashed, then computed afresh
+    engine.close()
+
+
 class ChattyEngine(IronCalcEngine):
     def evaluate(self, path, cells):
         print("Unexpected feature XmlNode { name: vertAlign }")  # what IronCalc prints on some files
