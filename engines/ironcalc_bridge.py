@@ -13,9 +13,13 @@ COUNT, SMALL, LARGE     formula (``AVERAGE(IF(A2:A9=x, B2:E9))``); bridged only 
                         over such an argument
 ISNUMBER, ISERR, ISNA,  IronCalc does not apply them element by element over an
 the other IS functions, array; bridged where an array may reach them: in an array
-N, NOT, MOD, MATCH,     formula or inside SUMPRODUCT, AGGREGATE, LOOKUP, MMULT (MOD in
-                        every array formula, to Excel's 15 significant digits)
-COUNTIF's criteria      (COUNTIF(range, array) counts for the first criterion only)
+N, NOT, MOD, MATCH      formula or inside SUMPRODUCT, AGGREGATE, LOOKUP, MMULT or INDEX's
+                        first argument (MOD in every array formula, to Excel's 15
+                        significant digits)
+COUNTIF(S), SUMIF(S),   IronCalc counts only text cells as unequal to a text criterion
+AVERAGEIF(S), MAXIFS,   (``"<>x"`` skips numbers and blanks) and uses only the first of an
+MINIFS                  array of criteria: bridged for such criteria
+                        (:mod:`engines.functions.criteria`)
 YEAR, MONTH, DAY,       IronCalc dates serials below 61 one day off and gives
 EOMONTH, EDATE          ``#NUM!`` for 0, an empty cell (:mod:`engines.functions.dates`)
 ======================  ===========================================================
@@ -54,7 +58,7 @@ from openpyxl.utils.cell import get_column_letter, range_boundaries
 
 from engines.base import ExcelError
 from engines.functions.aggregate import Item, aggregate
-from engines.functions.criteria import countif
+from engines.functions.criteria import conditional, countif
 from engines.functions.dates import day, edate, eomonth, month, year
 from engines.functions.lookup import NA, NotImplementedMode, lookup, xlookup, xmatch
 from engines.functions.values import as_number
@@ -68,7 +72,7 @@ MAX_ROWS = 1_048_576
 VALUE = ExcelError("#VALUE!")
 _CANDIDATE = re.compile(
     r"(?<![A-Za-z0-9_.])(?:_xlfn\.)?(?:aggregate|subtotal|xlookup|xmatch|lookup|sum|average|min|max|count|small|large"
-    r"|is[a-z]+|n|not|mod|match|countif|year|month|day|eomonth|edate)\(",
+    r"|is[a-z]+|n|not|mod|match|countifs?|sumifs?|averageifs?|maxifs|minifs|year|month|day|eomonth|edate)\(",
     re.IGNORECASE,
 )
 _SUBTOTAL_BY_IRONCALC = re.compile(r"\s*(?:10[1-9]|[1-9]|1[01])\s*")  # IronCalc's own are right
@@ -259,7 +263,7 @@ def _innermost(cell: Cell, formula: str, in_array_formula: bool,
         if token.subtype == Token.CLOSE and stack:
             start, name, args, holds = stack.pop()
             texts = ["".join(t.value for t in arg).strip() for arg in args]
-            in_array = in_array_formula or any(n in _ARRAY_NATIVE for _, n, _, _ in stack)
+            in_array = in_array_formula or any(n in _ARRAY_NATIVE or (n == "INDEX" and len(a) == 1) for _, n, a, _ in stack)
             if in_array:  # IronCalc marks ranges it would intersect implicitly with @: not in an array context
                 texts = [_without_intersection(t) for t in texts]
             bridged = name in _FUNCTIONS and _FUNCTIONS[name].wanted(texts, in_array)
@@ -672,6 +676,72 @@ def _countif(args: list[Argument]) -> object:
     return _elementwise(one)([args[1]])
 
 
+# function -> (what it computes over the matching rows, the position of the range it computes
+# over (None: it counts), the position of the first criteria range)
+_CONDITIONAL: dict[str, tuple[str, int | None, int]] = {
+    "COUNTIFS": ("COUNT", None, 0), "SUMIF": ("SUM", 2, 0), "AVERAGEIF": ("AVERAGE", 2, 0),
+    "SUMIFS": ("SUM", 0, 1), "AVERAGEIFS": ("AVERAGE", 0, 1), "MAXIFS": ("MAX", 0, 1), "MINIFS": ("MIN", 0, 1),
+}
+
+
+def _conditional(name: str) -> Callable[[list[Argument]], object]:
+    """COUNTIFS, SUMIF(S), AVERAGEIF(S), MAXIFS, MINIFS with Excel's criteria (engines/functions/criteria.py),
+    element by element over one array of criteria."""
+    kind, values_at, first = _CONDITIONAL[name]
+
+    def compute(args: list[Argument]) -> object:
+        if name in ("SUMIF", "AVERAGEIF"):
+            if len(args) not in (2, 3):
+                return VALUE
+            values = args[2] if len(args) == 3 else args[0]
+            if _shape(values) != _shape(args[0]):
+                raise NotImplementedMode("a range to sum of another size than the criteria range")
+            ranges, criteria = [args[0]], [args[1]]
+        else:
+            pairs = args[first:]
+            if len(pairs) < 2 or len(pairs) % 2:
+                return VALUE
+            values = args[values_at] if values_at is not None else None
+            ranges, criteria = pairs[0::2], pairs[1::2]
+        flat_values = [v for row in values.rows for v in row] if values is not None else None
+        flat_ranges = [[v for row in r.rows for v in row] for r in ranges]
+        arrays = [i for i, c in enumerate(criteria) if _shape(c) != (1, 1)]
+        if len(arrays) > 1:
+            raise NotImplementedMode("several arrays of criteria")
+
+        def one(criterion_at_array: object) -> object:
+            chosen = [criterion_at_array if i in arrays else c.rows[0][0] for i, c in enumerate(criteria)]
+            return conditional(kind, list(zip(flat_ranges, chosen)), flat_values)
+
+        return _elementwise(one)([criteria[arrays[0]]]) if arrays else one(None)
+
+    return compute
+
+
+def _shape(arg: Argument) -> tuple[int, int]:
+    return len(arg.rows), len(arg.rows[0]) if arg.rows else 0
+
+
+def _criteria_wanted(first: int) -> Callable[[list[str], bool], bool]:
+    """A criteria call to bridge: a criterion IronCalc misreads ("<>text" counts only text), an array
+    constant of criteria, or, in an array context, criteria that may be an array."""
+    def wanted(args: list[str], in_array: bool) -> bool:
+        criteria = args[first::2]
+        return any(_not_equal_text(c) or c.startswith("{") or (in_array and (_is_expression(c) or ":" in c))
+                   for c in criteria)
+
+    return wanted
+
+
+def _not_equal_text(text: str) -> bool:
+    """``"<>a"`` or ``"<>"&...``: IronCalc counts only text cells unequal to a text criterion."""
+    if text.startswith('"<>"&'):
+        return True
+    if not (text.startswith('"<>') and text.endswith('"')) or len(text) <= 4:
+        return False
+    return as_number(text[3:-1]) is None
+
+
 def _array_position(args: list[str], in_array: bool, positions: tuple[int, ...] = (0,)) -> bool:
     """In an array context, a call whose scalar argument(s) may hold an array (an expression or a range)."""
     return in_array and any(i < len(args) and (_is_expression(args[i]) or ":" in args[i]) for i in positions)
@@ -722,13 +792,15 @@ _FUNCTIONS: dict[str, _Function] = {
     # in array formulas always: also for Excel's 15 significant digits (MOD(1.000003, 1) is 3E-06, task 42110)
     "MOD": _Function(lambda args, in_array: len(args) == 2 and in_array, _elementwise(_mod)),
     "MATCH": _Function(lambda args, in_array: _array_position(args, in_array), _match),
-    "COUNTIF": _Function(lambda args, in_array: len(args) == 2 and _array_position(args, in_array, (1,)), _countif),
+    "COUNTIF": _Function(lambda args, in_array: len(args) == 2 and _criteria_wanted(1)(args, in_array), _countif),
+    **{name: _Function(_criteria_wanted(first + 1), _conditional(name)) for name, (_, _, first) in _CONDITIONAL.items()},
     # IronCalc dates serials below 61 (an empty cell is 0) from 1899-12-30: EOMONTH(0, 0) is #NUM!
     **{name: _Function(_date_call(count), _elementwise(function))
        for name, count, function in (("YEAR", 1, year), ("MONTH", 1, month), ("DAY", 1, day),
                                      ("EOMONTH", 2, eomonth), ("EDATE", 2, edate))},
 }
-_ARRAY_NATIVE = {"SUMPRODUCT", "AGGREGATE", "LOOKUP", "MMULT"}  # their arguments are arrays outside array formulas too
+# their arguments are arrays outside array formulas too, as is INDEX's first (INDEX(COUNTIF(B$1:B1, A1:A9), 0, 0))
+_ARRAY_NATIVE = {"SUMPRODUCT", "AGGREGATE", "LOOKUP", "MMULT"}
 
 
 def _is_subtotal(formula: str | None) -> bool:

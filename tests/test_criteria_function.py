@@ -54,3 +54,21 @@ def test_only_text_excel_reads_as_a_number_is_numeric():
     assert as_number(" 12 ") == 12.0 and as_number("1e3") == 1000.0 and as_number("-.5") == -0.5
     assert as_number("inf") is None and as_number("nan") is None and as_number("1_000") is None
     assert countif(["1_000", "inf"], 1000.0) == 0  # neither text reads as a number
+
+
+def test_conditional_aggregates_over_the_rows_every_criterion_matches():
+    from engines.functions.criteria import conditional
+
+    keys = ["x", 5.0, "y", True, None]
+    amounts = [1.0, 2.0, "n/a", 8.0, 16.0]
+    # "<>x" matches rows 2-5 (a number, text, TRUE and a blank); the amounts there: 2, text, 8, 16
+    assert conditional("COUNT", [(keys, "<>x")], None) == 4
+    assert conditional("SUM", [(keys, "<>x")], amounts) == 26  # 2 + 8 + 16: text is skipped
+    assert conditional("AVERAGE", [(keys, "<>x")], amounts) == 26 / 3
+    assert conditional("MAX", [(keys, "<>x")], amounts) == 16 and conditional("MIN", [(keys, "<>x")], amounts) == 2
+    assert conditional("SUM", [(keys, "<>x"), (amounts, ">4")], amounts) == 24  # rows 4 and 5
+    assert conditional("AVERAGE", [(keys, "z")], amounts) == ExcelError("#DIV/0!")  # no row matches
+    assert conditional("MAX", [(keys, "z")], amounts) == 0  # MAXIFS of nothing is 0
+    assert conditional("SUM", [(keys, "x")], [ExcelError("#N/A"), 1.0, 1.0, 1.0, 1.0]) == ExcelError("#N/A")
+    assert conditional("SUM", [(keys, "y")], [ExcelError("#N/A"), 1.0, 1.0, 1.0, 1.0]) == 1  # the error is not matched
+    assert conditional("COUNT", [(keys, "x"), (keys[:2], "x")], None) == ExcelError("#VALUE!")  # ranges of two sizes

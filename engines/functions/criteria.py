@@ -1,4 +1,6 @@
-"""COUNTIF's criteria, for engines that do not apply COUNTIF over an array of criteria.
+"""Excel's criteria (COUNTIF, COUNTIFS, SUMIF(S), AVERAGEIF(S), MAXIFS, MINIFS), for engines
+that get them wrong: IronCalc counts only text cells as unequal to a text criterion, and
+does not apply COUNTIF over an array of criteria.
 
 ``COUNTIF(B$10:B11, Table1[])`` inside an array formula counts, for each criterion,
 the cells of the range that meet it (SpreadsheetBench task 42110 lists the names not
@@ -22,6 +24,7 @@ such as ``"<1/1/2024"``) raises :class:`NotImplementedMode`.
 
 from __future__ import annotations
 
+import math
 import operator
 import re
 from typing import Callable, Iterable
@@ -91,3 +94,30 @@ def _numeric(op: str, number: float, text_numbers: bool) -> Callable[[object], b
         return op == "<>"  # text, blanks, logicals and errors are "not equal" to a number
 
     return test
+
+
+def conditional(function: str, pairs: list[tuple[list[object], object]], values: list[object] | None) -> float | ExcelError:
+    """COUNTIFS, SUMIFS, AVERAGEIFS, MAXIFS or MINIFS (``function``: COUNT, SUM, AVERAGE, MAX, MIN)
+    over cells given flat, each criteria range with its criterion; ``values`` is the range summed,
+    averaged or searched (None for COUNT). Text, logical values and blanks there are skipped;
+    an error in a matching row is the result."""
+    tests = [(cells, _criterion(criterion)) for cells, criterion in pairs]
+    size = len(values) if values is not None else len(pairs[0][0])
+    if any(len(cells) != size for cells, _ in pairs):
+        return ExcelError("#VALUE!")
+    rows = [i for i in range(size) if all(test(cells[i]) for cells, test in tests)]
+    if function == "COUNT":
+        return float(len(rows))
+    assert values is not None
+    picked = [values[i] for i in rows]
+    error = next((v for v in picked if isinstance(v, ExcelError)), None)
+    if error is not None:
+        return error
+    numbers = [float(v) for v in picked if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if function == "SUM":
+        return math.fsum(numbers)
+    if function == "AVERAGE":
+        return math.fsum(numbers) / len(numbers) if numbers else ExcelError("#DIV/0!")
+    if function in ("MAX", "MIN"):
+        return (max if function == "MAX" else min)(numbers) if numbers else 0.0
+    raise ValueError(f"no conditional {function}")
