@@ -100,20 +100,22 @@ def _work_around_defects(model: Any, names: list[str], path: Path) -> dict[tuple
             index = names.index(sheet_name)
             originals[(index, row, column)] = model.get_cell_formula(index, row, column) or formula
             model.update_cell_with_formula(index, row, column, formula)
-    last_rows = {name: model.get_sheet_dimensions(index)[1] for index, name in enumerate(names)}
-    lower = {name.lower(): name for name in names}
-    blank_used = any(model.get_sheet_dimensions(index)[1] == MAX_ROW for index in range(len(names)))
+    last_rows = {name.lower(): model.get_sheet_dimensions(index)[1] for index, name in enumerate(names)}
+    cut = MAX_ROW not in last_rows.values()  # else $XFD$1048576, the blank cell counted, may not be blank
     for sheet, row, column in model.get_all_cells():
         formula = model.get_cell_formula(sheet, row, column)
         if not formula:
             continue
-        home = names[sheet]
-        last_row = None if blank_used else (lambda name, home=home: last_rows.get(lower.get((name or home).lower(), "")))
-        rewritten = rewrite_criteria_calls(formula, last_row)
+        rewritten = rewrite_criteria_calls(formula, partial(_last_row, last_rows, names[sheet]) if cut else None)
         if rewritten != formula:
             originals.setdefault((sheet, row, column), formula)
             model.update_cell_with_formula(sheet, row, column, rewritten)
     return originals
+
+
+def _last_row(last_rows: dict[str, int], home: str, sheet: str | None) -> int | None:
+    """The last used row of the sheet a reference names (None: the formula's own, ``home``)."""
+    return last_rows.get((sheet or home).lower())
 
 
 def _dependency_levels(path: Path, names: list[str], cells: list[Cell]) -> list[list[Cell]] | None:

@@ -10,7 +10,7 @@ LOOKUP over a computed  IronCalc misses ``LOOKUP(2, 1/(condition), result)``
 array
 SUM, AVERAGE, MIN, MAX, IronCalc mishandles an array computed inside an array
 COUNT, SMALL, LARGE     formula (``AVERAGE(IF(A2:A9=x, B2:E9))``); bridged only there,
-                        over such an argument
+                        over such an argument; SMALL and LARGE also over an array of k
 ISNUMBER, ISERR, ISNA,  IronCalc does not apply them element by element over an
 the other IS functions, array; bridged where an array may reach them: in an array
 N, NOT, MOD, MATCH      formula or inside SUMPRODUCT, AGGREGATE, LOOKUP, MMULT or INDEX's
@@ -20,6 +20,8 @@ COUNTIF(S), SUMIF(S),   IronCalc counts only text cells as unequal to a text cri
 AVERAGEIF(S), MAXIFS,   (``"<>x"`` skips numbers and blanks) and uses only the first of an
 MINIFS                  array of criteria: bridged for such criteria
                         (:mod:`engines.functions.criteria`)
+INDEX at one end of a   IronCalc's INDEX gives no reference: ``SUM(A1:INDEX(A:A, n))`` is
+range                   ``#VALUE!``; regrade writes the cell INDEX points at
 YEAR, MONTH, DAY,       IronCalc dates serials below 61 one day off and gives
 EOMONTH, EDATE          ``#NUM!`` for 0, an empty cell (:mod:`engines.functions.dates`)
 ======================  ===========================================================
@@ -75,6 +77,7 @@ _CANDIDATE = re.compile(
     r"|is[a-z]+|n|not|mod|match|countifs?|sumifs?|averageifs?|maxifs|minifs|year|month|day|eomonth|edate)\(",
     re.IGNORECASE,
 )
+_INDEX_AS_REFERENCE = re.compile(r"(?:[:]\s*(?:_xlfn\.)?index\(|index\(.*\)\s*:)", re.IGNORECASE)  # A1:INDEX(...)
 _SUBTOTAL_BY_IRONCALC = re.compile(r"\s*(?:10[1-9]|[1-9]|1[01])\s*")  # IronCalc's own are right
 _REFERENCE = re.compile(
     r"^(?:(?P<sheet>'(?:[^']|'')+'|[A-Za-z0-9_.]+)!)?(?P<range>\$?[A-Z]{1,3}\$?\d*(?::\$?[A-Z]{1,3}\$?\d*)?)$"
@@ -116,11 +119,13 @@ class _Call:
     start: int
     end: int
     args: list[str]
+    lead: str = ""  # what the tokenizer put before the name: "A1:" of A1:INDEX(...), ":" of INDEX(...):INDEX(...)
 
     def replaced(self, text: str, tokens: dict[str, list[Token]]) -> str:
         """The formula with this call replaced by ``text``; its tokens are put in ``tokens``
         (re-reading a formula holding a long array literal is the bridge's largest cost)."""
-        spliced = self.tokens[: self.start] + [Token(text, Token.OPERAND, Token.RANGE)] + self.tokens[self.end + 1 :]
+        replacement = Token(self.lead + text, Token.OPERAND, Token.RANGE)
+        spliced = self.tokens[: self.start] + [replacement] + self.tokens[self.end + 1 :]
         formula = "=" + "".join(t.value for t in spliced)
         tokens[formula] = spliced
         return formula
@@ -141,7 +146,7 @@ def bridge_functions(model: Any, array_cells: set[Cell] = frozenset(), only_miss
     for sheet, row, column in model.get_all_cells():
         formula = _repair_rendering(model.get_cell_formula(sheet, row, column))
         cell = (sheet, row, column)
-        if formula and _CANDIDATE.search(formula):
+        if formula and (_CANDIDATE.search(formula) or _INDEX_AS_REFERENCE.search(formula)):
             call = _innermost(cell, formula, cell in array_cells)
             if call is not None and (not only_missing or _holds_missing(formula)):
                 originals[cell] = formula
@@ -257,7 +262,8 @@ def _innermost(cell: Cell, formula: str, in_array_formula: bool,
     stack: list[tuple[int, str, list[list[Token]], bool]] = []  # start, function, args, holds a bridged call
     for index, token in enumerate(tokens):
         if token.subtype == Token.OPEN and token.type in (Token.FUNC, Token.PAREN, Token.ARRAY):
-            name = token.value[:-1].upper().removeprefix("_XLFN.") if token.type == Token.FUNC else ""
+            head = token.value[:-1] if token.type == Token.FUNC else ""
+            name = head[head.rfind(":") + 1 :].upper().removeprefix("_XLFN.")  # the tokenizer keeps A1: in A1:INDEX(
             stack.append((index, name, [[]], False))
             continue
         if token.subtype == Token.CLOSE and stack:
@@ -266,9 +272,14 @@ def _innermost(cell: Cell, formula: str, in_array_formula: bool,
             in_array = in_array_formula or any(n in _ARRAY_NATIVE or (n == "INDEX" and len(a) == 1) for _, n, a, _ in stack)
             if in_array:  # IronCalc marks ranges it would intersect implicitly with @: not in an array context
                 texts = [_without_intersection(t) for t in texts]
-            bridged = name in _FUNCTIONS and _FUNCTIONS[name].wanted(texts, in_array)
+            lead = tokens[start].value[: tokens[start].value.rfind(":") + 1]
+            if name == "INDEX":  # bridged only as one end of a range (A1:INDEX(...)), which IronCalc cannot take
+                after = tokens[index + 1].value if index + 1 < len(tokens) else ""
+                bridged = bool(lead or after.startswith(":")) and 2 <= len(texts) <= 3 and _is_reference(texts[0])
+            else:
+                bridged = name in _FUNCTIONS and _FUNCTIONS[name].wanted(texts, in_array)
             if bridged and not holds:
-                return _Call(cell, name, tokens, start, index, texts)
+                return _Call(cell, name, tokens, start, index, texts, lead)
             if stack:
                 s_start, s_name, s_args, s_holds = stack[-1]
                 s_args[-1].extend(tokens[start : index + 1])
@@ -421,14 +432,47 @@ def _compute(call: _Call, args: list[Argument | None], copy: Any) -> str | None:
     if any(a is None for a in args):
         return None
     try:
-        result = _FUNCTIONS[call.function].compute(args)  # type: ignore[arg-type]
+        if call.function == "INDEX":
+            result = _index_reference(args)  # type: ignore[arg-type]
+        else:
+            result = _FUNCTIONS[call.function].compute(args)  # type: ignore[arg-type]
     except NotImplementedMode:
         return None
     if result is None:
         return None
     if isinstance(result, _Slice):
+        if call.lead:  # the far end of a range is written without its sheet, which must be the caller's
+            return result.render(copy, with_sheet=False) if result.area[0] == call.cell[0] else None
         return result.render(copy)
     return _literal(result)
+
+
+def _index_reference(args: list[Argument]) -> object:
+    """INDEX(reference, row, [column]) as a reference (row or column 0: the whole column or row)."""
+    area = args[0].reference
+    if area is None:
+        return None
+    sheet, min_row, min_col, max_row, max_col = area
+    height, width = max_row - min_row + 1, max_col - min_col + 1
+    numbers: list[int] = []
+    for arg in args[1:]:
+        number = 0.0 if arg.scalar is None else arg.scalar  # written as nothing, or an empty cell
+        if isinstance(number, ExcelError):
+            return number
+        if not isinstance(number, float) or number < 0:
+            return VALUE
+        numbers.append(int(number))
+    if len(numbers) == 1:  # INDEX(A1:A9, 3) is a row, INDEX(A1:E1, 3) a column; of a block, regrade is unsure
+        if height > 1 and width > 1:
+            return None
+        row, column = (numbers[0], 1) if width == 1 else (1, numbers[0])
+    else:
+        row, column = numbers
+    if row > height or column > width:
+        return ExcelError("#REF!")
+    top, bottom = (min_row, max_row) if row == 0 else (min_row + row - 1, min_row + row - 1)
+    left, right = (min_col, max_col) if column == 0 else (min_col + column - 1, min_col + column - 1)
+    return _Slice((sheet, top, left, bottom, right))
 
 
 def _aggregate(args: list[Argument]) -> object:
@@ -474,12 +518,12 @@ class _Slice:
 
     area: tuple[int, int, int, int, int]
 
-    def render(self, copy: Any) -> str:
+    def render(self, copy: Any, with_sheet: bool = True) -> str:
         sheet, min_row, min_col, max_row, max_col = self.area
         name = copy.get_worksheets_properties()[sheet]["name"]
         start, end = f"${get_column_letter(min_col)}${min_row}", f"${get_column_letter(max_col)}${max_row}"
-        quoted = "'" + name.replace("'", "''") + "'"
-        return f"{quoted}!{start}" + ("" if start == end else f":{end}")
+        quoted = "'" + name.replace("'", "''") + "'!" if with_sheet else ""
+        return f"{quoted}{start}" + ("" if start == end else f":{end}")
 
 
 def _mode(arg: Argument | None, default: int) -> int:
@@ -564,13 +608,16 @@ def _lookup(args: list[Argument]) -> object:
 
 
 def _over_array(number: int) -> Callable[[list[Argument]], object]:
-    """SUM, AVERAGE ... of one array argument (SMALL and LARGE: and k), as AGGREGATE ignoring nothing."""
+    """SUM, AVERAGE ... of one array argument (SMALL and LARGE: and k, element by element over an
+    array of k), as AGGREGATE ignoring nothing."""
 
     def compute(args: list[Argument]) -> object:
         items = [Item(v) for row in args[0].rows for v in row]
         if number >= 14:
-            k = args[1].scalar
-            return k if isinstance(k, ExcelError) else aggregate(number, 4, items, k) if isinstance(k, float) else VALUE
+            def one(k: object) -> object:
+                return k if isinstance(k, ExcelError) else aggregate(number, 4, items, k) if isinstance(k, float) else VALUE
+
+            return _elementwise(one)([args[1]])
         return aggregate(number, 4, items)
 
     return compute
@@ -579,6 +626,11 @@ def _over_array(number: int) -> Callable[[list[Argument]], object]:
 def _array_argument(args: list[str], in_array_formula: bool, count: int) -> bool:
     """Inside an array formula, a call of ``count`` arguments whose first is computed (not a reference)."""
     return in_array_formula and len(args) == count and _is_expression(args[0])
+
+
+def _array_k(args: list[str], in_array: bool) -> bool:
+    """SMALL(array, {1;2;3}): k an array constant, or in an array context an expression or a range."""
+    return len(args) == 2 and (args[1].startswith("{") or (in_array and (_is_expression(args[1]) or ":" in args[1])))
 
 
 def _elementwise(function: Callable[..., object]) -> Callable[[list[Argument]], object]:
@@ -757,6 +809,10 @@ def _without_intersection(text: str) -> str:
     return "".join(part if index % 2 else re.sub(r"(?<![A-Za-z0-9_.])@", "", part) for index, part in enumerate(parts))
 
 
+def _is_reference(text: str) -> bool:
+    return _REFERENCE.match(text.replace(" ", "")) is not None
+
+
 def _is_expression(text: str) -> bool:
     return not (_NUMBER.match(text) or _REFERENCE.match(text.replace(" ", "")) or text.startswith('"') or text == "")
 
@@ -772,7 +828,9 @@ _FUNCTIONS: dict[str, _Function] = {
     "LOOKUP": _Function(lambda args, _: len(args) >= 2 and _is_expression(args[1]), _lookup),
     **{name: _Function(lambda args, in_array: _array_argument(args, in_array, 1), _over_array(number))
        for name, number in (("AVERAGE", 1), ("COUNT", 2), ("MAX", 4), ("MIN", 5), ("SUM", 9))},
-    **{name: _Function(lambda args, in_array: _array_argument(args, in_array, 2), _over_array(number))
+    # SMALL and LARGE also over an array of k, which IronCalc has not implemented (#N/IMPL!)
+    **{name: _Function(lambda args, in_array: _array_argument(args, in_array, 2) or _array_k(args, in_array),
+                       _over_array(number))
        for name, number in (("LARGE", 14), ("SMALL", 15))},
     # IronCalc does not apply these element by element over an array (ISNUMBER(SEARCH(x, A2:A9))
     # is FALSE): inside an array formula or an array-taking function, regrade does
