@@ -849,7 +849,7 @@ _FUNCTIONS: dict[str, _Function] = {
        )},
     # in array formulas always: also for Excel's 15 significant digits (MOD(1.000003, 1) is 3E-06, task 42110)
     "MOD": _Function(lambda args, in_array: len(args) == 2 and in_array, _elementwise(_mod)),
-    "MATCH": _Function(lambda args, in_array: _array_position(args, in_array), _match),
+    "MATCH": _Function(lambda args, in_array: _array_position(args, in_array, (0, 1)), _match),
     "COUNTIF": _Function(lambda args, in_array: len(args) == 2 and _criteria_wanted(1)(args, in_array), _countif),
     **{name: _Function(_criteria_wanted(first + 1), _conditional(name)) for name, (_, _, first) in _CONDITIONAL.items()},
     # IronCalc dates serials below 61 (an empty cell is 0) from 1899-12-30: EOMONTH(0, 0) is #NUM!
