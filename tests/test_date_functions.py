@@ -30,7 +30,19 @@ def test_the_quirks_excel_documents():
     assert year(True) == 1900 and day("5") == 5
     assert year(ExcelError("#N/A")) == ExcelError("#N/A")
     with pytest.raises(NotImplementedMode):
-        year("16.02.2024")  # a date typed as text: left to the engine
+        year("16.02.2024")  # a date typed as text in an order that depends on the locale: left to the engine
+    with pytest.raises(NotImplementedMode):
+        month("3/4/2020")  # 4 March or 3 April
+
+
+def test_dates_typed_with_a_month_name_or_in_iso_order_are_read():
+    # SpreadsheetBench task 46646: EOMONTH(1&"Jan"&2016, 0); Excel's cached answers need 31 days
+    # for January 2016 and 29 for February 2016
+    assert eomonth("1Jan2016", 0) == _serial(dt.date(2016, 1, 31))
+    assert day(eomonth("1Feb2016", 0)) == 29
+    assert year("15 March 2021") == 2021 and month("Feb 3, 2020") == 2 and day("2020-02-03") == 3
+    assert year("1-Jan-99") == 1999 and year("1-Jan-29") == 2029  # Excel's two-digit years: 00-29 are 20xx
+    assert month("1 Foo 2020") == ExcelError("#VALUE!") and day("31 Feb 2020") == ExcelError("#VALUE!")
 
 
 def _serial(date: dt.date) -> float:

@@ -7,9 +7,11 @@ and serial 0 is "January 0, 1900": ``YEAR(0)`` is 1900, ``DAY(0)`` is 0 and
 from 1899-12-30 instead (``DAY(1)`` is 31, ``EOMONTH(0, 0)`` is ``#NUM!``), which is
 why :mod:`engines.ironcalc_bridge` computes these functions here.
 
-Arguments are plain values (float, bool, None, str) or :class:`ExcelError`; a text
-argument that is not a number (a date typed as text) raises :class:`NotImplementedMode`
-so that the engine's own answer stands.
+Arguments are plain values (float, bool, None, str) or :class:`ExcelError`. A date typed
+as text is read when its month is a name, as Excel reads it in any locale (``1Jan2016``,
+``15 March 2021``, ``Feb 3, 2020``) or in ISO order (``2020-02-03``); any other text that
+is not a number (``3/4/2020`` reads differently by locale) raises
+:class:`NotImplementedMode` so that the engine's own answer stands.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import calendar
 import datetime as dt
 import math
+import re
 
 from engines.base import ExcelError
 from engines.functions.lookup import NotImplementedMode
@@ -74,13 +77,43 @@ def _moved(start: object, months: object) -> tuple[tuple[int, int, int], int, in
     return (parts, *_shift(parts[0], parts[1], offset))
 
 
+_MONTHS = {name.lower(): number for number in range(1, 13)
+           for name in (calendar.month_name[number], calendar.month_abbr[number])}
+_DAY_MONTH_YEAR = re.compile(r"\s*(\d{1,2})[\s\-/]*([A-Za-z]{3,9})[\s\-/,]*(\d{4}|\d{2})\s*")
+_MONTH_DAY_YEAR = re.compile(r"\s*([A-Za-z]{3,9})[\s\-/]*(\d{1,2}),?[\s\-/]*(\d{4})\s*")
+_ISO = re.compile(r"\s*(\d{4})-(\d{1,2})-(\d{1,2})\s*")
+
+
 def _number(value: object) -> float | ExcelError:
     if isinstance(value, ExcelError):
         return value
     number = as_number(value)
     if number is None and isinstance(value, str):
-        raise NotImplementedMode("a date written as text")
+        return _text_date(value)
     return VALUE if number is None else number
+
+
+def _text_date(text: str) -> float | ExcelError:
+    """The serial of a date typed as text whose reading does not depend on the locale."""
+    if match := _DAY_MONTH_YEAR.fullmatch(text):
+        d, name, y = match.groups()
+    elif match := _MONTH_DAY_YEAR.fullmatch(text):
+        name, d, y = match.groups()
+    elif match := _ISO.fullmatch(text):
+        y, m, d = (int(part) for part in match.groups())
+        return _valid(y, m, d)
+    else:
+        raise NotImplementedMode("a date written as text")
+    if name.lower() not in _MONTHS:
+        return VALUE
+    year = int(y) if len(y) == 4 else int(y) + (2000 if int(y) < 30 else 1900)  # Excel's two-digit years
+    return _valid(year, _MONTHS[name.lower()], int(d))
+
+
+def _valid(y: int, m: int, d: int) -> float | ExcelError:
+    if not (1900 <= y <= 9999 and 1 <= m <= 12 and 1 <= d <= _days_in(y, m)):
+        return VALUE
+    return _serial(y, m, d)
 
 
 def _parts(serial: object) -> tuple[int, int, int] | ExcelError:
