@@ -54,6 +54,8 @@ class FormulasEngine(PythonPackageEngine):
             return refused
         try:
             book = load_formula_book(path)
+        except MemoryError:  # a limit, not a broken file: the isolating worker reports it
+            raise
         except Exception as exc:
             return WorkbookValues(failure=WorkbookFailure("load-failed", f"formulas cannot read it: {exc}"))
         with tempfile.TemporaryDirectory(prefix="regrade-formulas-") as scratch:
@@ -62,6 +64,8 @@ class FormulasEngine(PythonPackageEngine):
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     solution = formulas.ExcelModel().loads(str(source)).finish().calculate()
+            except MemoryError:  # a limit, not a broken file: the isolating worker reports it
+                raise
             except Exception as exc:
                 return WorkbookValues(failure=WorkbookFailure("load-failed", f"formulas cannot compute it: {type(exc).__name__}: {exc}"))
         computed = _by_cell(solution)

@@ -51,6 +51,8 @@ class IronCalcEngine(PythonPackageEngine):
             return refused
         try:
             model = ironcalc.load_from_xlsx(str(path))
+        except MemoryError:  # a limit, not a broken file: the isolating worker reports it
+            raise
         except Exception as exc:  # WorkbookError and friends; a panic is handled by the worker
             return WorkbookValues(failure=WorkbookFailure("load-failed", f"IronCalc cannot load it: {exc}"))
         names = [p["name"] for p in model.get_worksheets_properties()]

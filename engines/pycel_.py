@@ -40,6 +40,8 @@ class PycelEngine(PythonPackageEngine):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 compiler = ExcelCompiler(filename=str(path))
+        except MemoryError:  # a limit, not a broken file: the isolating worker reports it
+            raise
         except Exception as exc:
             return WorkbookValues(failure=WorkbookFailure("load-failed", f"pycel cannot load it: {exc}"))
         book = compiler.excel.workbook
