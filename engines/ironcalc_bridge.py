@@ -60,7 +60,7 @@ from openpyxl.utils.cell import get_column_letter, range_boundaries
 
 from engines.base import ExcelError
 from engines.functions.aggregate import Item, aggregate
-from engines.functions.criteria import conditional, countif
+from engines.functions.criteria import conditional
 from engines.functions.dates import day, edate, eomonth, month, year
 from engines.functions.lookup import NA, NotImplementedMode, lookup, xlookup, xmatch
 from engines.functions.values import as_number
@@ -712,33 +712,18 @@ def _match(args: list[Argument]) -> object:
     return _elementwise(one)([args[0]])
 
 
-def _countif(args: list[Argument]) -> object:
-    """COUNTIF over each of an array of criteria (:mod:`engines.functions.criteria`)."""
-    if len(args) != 2:
-        return VALUE
-    cells = [value for row in args[0].rows for value in row]
-    counts: dict[tuple[type, object], object] = {}  # criteria repeat: a table's names, say
-
-    def one(criterion: object) -> object:
-        key = (type(criterion), criterion)
-        if key not in counts:
-            counts[key] = countif(cells, criterion)
-        return counts[key]
-
-    return _elementwise(one)([args[1]])
-
-
 # function -> (what it computes over the matching rows, the position of the range it computes
 # over (None: it counts), the position of the first criteria range)
 _CONDITIONAL: dict[str, tuple[str, int | None, int]] = {
-    "COUNTIFS": ("COUNT", None, 0), "SUMIF": ("SUM", 2, 0), "AVERAGEIF": ("AVERAGE", 2, 0),
+    "COUNTIF": ("COUNT", None, 0), "COUNTIFS": ("COUNT", None, 0), "SUMIF": ("SUM", 2, 0), "AVERAGEIF": ("AVERAGE", 2, 0),
     "SUMIFS": ("SUM", 0, 1), "AVERAGEIFS": ("AVERAGE", 0, 1), "MAXIFS": ("MAX", 0, 1), "MINIFS": ("MIN", 0, 1),
 }
 
 
 def _conditional(name: str) -> Callable[[list[Argument]], object]:
-    """COUNTIFS, SUMIF(S), AVERAGEIF(S), MAXIFS, MINIFS with Excel's criteria (engines/functions/criteria.py),
-    element by element over one array of criteria."""
+    """COUNTIF(S), SUMIF(S), AVERAGEIF(S), MAXIFS, MINIFS with Excel's criteria (engines/functions/criteria.py),
+    element by element over one array of criteria (each distinct criterion computed once: an array
+    of a table's names repeats them)."""
     kind, values_at, first = _CONDITIONAL[name]
 
     def compute(args: list[Argument]) -> object:
@@ -761,9 +746,14 @@ def _conditional(name: str) -> Callable[[list[Argument]], object]:
         if len(arrays) > 1:
             raise NotImplementedMode("several arrays of criteria")
 
+        results: dict[tuple[type, object], object] = {}
+
         def one(criterion_at_array: object) -> object:
-            chosen = [criterion_at_array if i in arrays else c.rows[0][0] for i, c in enumerate(criteria)]
-            return conditional(kind, list(zip(flat_ranges, chosen)), flat_values)
+            key = (type(criterion_at_array), criterion_at_array)
+            if key not in results:
+                chosen = [criterion_at_array if i in arrays else c.rows[0][0] for i, c in enumerate(criteria)]
+                results[key] = conditional(kind, list(zip(flat_ranges, chosen)), flat_values)
+            return results[key]
 
         return _elementwise(one)([criteria[arrays[0]]]) if arrays else one(None)
 
@@ -850,7 +840,6 @@ _FUNCTIONS: dict[str, _Function] = {
     # in array formulas always: also for Excel's 15 significant digits (MOD(1.000003, 1) is 3E-06, task 42110)
     "MOD": _Function(lambda args, in_array: len(args) == 2 and in_array, _elementwise(_mod)),
     "MATCH": _Function(lambda args, in_array: _array_position(args, in_array, (0, 1)), _match),
-    "COUNTIF": _Function(lambda args, in_array: len(args) == 2 and _criteria_wanted(1)(args, in_array), _countif),
     **{name: _Function(_criteria_wanted(first + 1), _conditional(name)) for name, (_, _, first) in _CONDITIONAL.items()},
     # IronCalc dates serials below 61 (an empty cell is 0) from 1899-12-30: EOMONTH(0, 0) is #NUM!
     **{name: _Function(_date_call(count), _elementwise(function))

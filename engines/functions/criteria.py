@@ -44,8 +44,7 @@ def countif(cells: Iterable[object], criterion: object) -> float | ExcelError:
     """How many of ``cells`` meet ``criterion``."""
     if isinstance(criterion, list):
         raise NotImplementedMode("an array criterion for one count")
-    test = _criterion(criterion)
-    return float(sum(1 for value in cells if test(value)))
+    return conditional("COUNT", [(list(cells), criterion)], None)
 
 
 def _criterion(criterion: object) -> Callable[[object], bool]:
