@@ -7,11 +7,12 @@ cell or could not evaluate the workbook (never a fail in disguise).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Collection
+from typing import Collection, Iterator
 
 import openpyxl
 from openpyxl.utils.cell import range_boundaries
@@ -92,24 +93,14 @@ class Golden:
         missing = [ref for ref in refs if ref not in self._cells and ref.sheet in self.sheet_names]
         if not missing:
             return
-        try:
-            with warnings.catch_warnings():  # openpyxl warns about every extension it drops
-                warnings.simplefilter("ignore")
-                self._cells.update(read_cells(self.path, missing, data_only=True)[1])
-        except MemoryError:
-            raise
-        except Exception as exc:  # openpyxl raises many kinds on a broken file
-            raise GoldenError(f"golden file {self.path} cannot be read: {exc}") from exc
+        with _reading(self.path):
+            self._cells.update(read_cells(self.path, missing, data_only=True)[1])
 
     def size(self, sheet: str) -> tuple[int, int]:
         """The sheet's last row and column as openpyxl's full load counts them."""
         if self._sizes is None:
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    book = openpyxl.load_workbook(self.path, data_only=True)
-            except Exception as exc:
-                raise GoldenError(f"golden file {self.path} cannot be read: {exc}") from exc
+            with _reading(self.path):
+                book = openpyxl.load_workbook(self.path, data_only=True)
             self._sizes = {ws.title: (ws.max_row, ws.max_column) for ws in book.worksheets}
         return self._sizes[sheet]
 
@@ -204,15 +195,25 @@ def load_golden(path: Path) -> Golden:
 
 @functools.lru_cache(maxsize=4)
 def _load_golden(path: Path, mtime_ns: int, size: int) -> Golden:
+    with _reading(path):
+        book = openpyxl.load_workbook(path, data_only=True, read_only=True)
+        names = list(book.sheetnames)
+        book.close()
+    return Golden(path, names)
+
+
+@contextlib.contextmanager
+def _reading(path: Path) -> Iterator[None]:
+    """openpyxl reading the golden: its warnings silenced, any error it raises on a broken file
+    a GoldenError (running out of memory is a limit, not a broken file: it goes on up)."""
     try:
         with warnings.catch_warnings():  # openpyxl warns about every extension it drops
             warnings.simplefilter("ignore")
-            book = openpyxl.load_workbook(path, data_only=True, read_only=True)
-            names = list(book.sheetnames)
-            book.close()
+            yield
+    except MemoryError:
+        raise
     except Exception as exc:  # openpyxl raises many kinds on a broken file
         raise GoldenError(f"golden file {path} cannot be read: {exc}") from exc
-    return Golden(path, names)
 
 
 class _GoldenSheet:

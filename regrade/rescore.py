@@ -47,9 +47,6 @@ def rescore_case(case: Case, policy: Policy, shallow: Engine, fulls: Sequence[En
     """Grade ``case`` with the value-only view and the consensus of the full engines."""
     try:
         golden = load_golden(case.answer_path)
-    except GoldenError as exc:
-        return CaseResult(case, None, None, INVALID_GOLDEN, ["invalid-golden"], str(exc))
-    try:
         targets = golden.targets(policy, case.answer_position, case.answer_sheet)
     except GoldenError as exc:
         return CaseResult(case, None, None, INVALID_GOLDEN, ["invalid-golden"], str(exc))
@@ -57,7 +54,7 @@ def rescore_case(case: Case, policy: Policy, shallow: Engine, fulls: Sequence[En
         if exc.reason == "official-grader-error":  # the official grader fails it whatever the values
             return CaseResult(case, False, False, CONFIRMED_FAIL, [exc.reason], str(exc))
         return CaseResult(case, None, None, UNEVALUABLE, [exc.reason], f"task {case.task_id}: {exc}")
-    refused = screen(case.output_path).failure  # screened once here: the engines' workers inherit the verdict
+    refused = screen(case.output_path).failure  # each engine screens the file again before it opens it
     if refused is not None and refused.reason in OUTPUT_FAULTS:  # missing, or no grader can read it: a genuine failure
         return CaseResult(case, False, False, CONFIRMED_FAIL, [output_fault(refused.reason)], refused.detail)
     stored = shallow.evaluate(case.output_path, targets)
