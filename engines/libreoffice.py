@@ -11,9 +11,10 @@ sees it, sandbox or not. The engine isolates itself: a helper that
 does not answer within the timeout is killed with its soffice and started afresh
 for the next workbook.
 
-LibreOffice 7.4 lacks XLOOKUP, FILTER, SORT, UNIQUE, SEQUENCE and LET and reads
-structured references poorly: it leaves unknown functions lower-cased in a formula
-(abstention, ``unsupported-function``) and reports ``Err:5xx`` for formulas it
+regrade's set-up installs LibreOffice 25.2 (bookworm-backports on Debian 12), which
+computes XLOOKUP, XMATCH, FILTER, SORT, SORTBY, UNIQUE, SEQUENCE and LET; Debian 12's own
+7.4 lacks them all. Either leaves functions it lacks (TEXTSPLIT, VSTACK, LAMBDA ... in
+25.2) lower-cased in a formula (abstention, ``unsupported-function``) and reports ``Err:5xx`` for formulas it
 cannot compile (abstention, ``engine-error``). ``#NAME?`` always abstains. Numbers come
 back plain: LibreOffice formats a ``=TIME(6,0,0)`` cell as a time of its own accord,
 where the file says General; a date is a date when the file's format says so
@@ -51,7 +52,7 @@ START_TIMEOUT_S = 90.0
 
 def _soffice_version() -> str | None:
     words = (version_output("soffice") or "").split()
-    return " ".join(words[:2]) if words else None  # "LibreOffice 7.4.7.2"
+    return " ".join(words[:2]) if words else None  # "LibreOffice 25.2.3.2"
 
 
 @functools.cache

@@ -28,7 +28,7 @@ from regrade.controls import load_pack
 from regrade.graders import GRADERS, GraderError, make_grader
 from regrade.grading import grade_case
 from regrade.paired import AGGREGATES, UNITS, PairingError, aggregate, changed_transitions, count_changes, paired_table
-from regrade.probes import MATRIX, OUTCOMES, load_matrix, run_pack
+from regrade.probes import MATRIX, OUTCOMES, load_matrix, record_matrix, run_pack
 from regrade.probes import scores as probe_scores
 from regrade.provenance import provenance
 from regrade.report import FORMATS, TABLE_FORMATS, render
@@ -512,7 +512,8 @@ def engines_command(fmt):
 
 @main.command("probes")
 @click.option("--engines", "engine_names", metavar="NAMES", help="Comma-separated full engines. Default: ironcalc and libreoffice (the most faithful; see README).")
-@click.option("--record", is_flag=True, help=f"Write the outcomes to {MATRIX.relative_to(MATRIX.parents[2])} (on purpose: the tests compare with it).")
+@click.option("--record", is_flag=True, help=f"Write the outcomes to {MATRIX.relative_to(MATRIX.parents[2])}, with the engines' versions "
+              "(on purpose: the tests compare with it). Engines not run keep their recorded outcomes.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @library_errors
 def probes_command(engine_names, record, fmt):
@@ -527,10 +528,11 @@ def probes_command(engine_names, record, fmt):
       regrade probes --engines ironcalc,libreoffice
     """
     names = chosen_engines(engine_names)
-    matrix = run_pack([open_engine(name) for name in names], on_probe=lambda p: click.echo(p, err=True))
+    engines = [open_engine(name) for name in names]
+    matrix = run_pack(engines, on_probe=lambda p: click.echo(p, err=True))
     if record:
-        MATRIX.write_text(json.dumps(matrix, indent=1, sort_keys=True) + "\n")
-        click.echo(f"recorded {len(matrix)} probes in {MATRIX}", err=True)
+        record_matrix(matrix, engines)
+        click.echo(f"recorded {len(matrix)} probes in {MATRIX}, with the engines' versions", err=True)
     rows = [{"probe": probe, **outcomes} for probe, outcomes in matrix.items()]
     totals = probe_scores(matrix)
     rows += [{"probe": f"total {outcome}", **{n: totals[n][outcome] for n in names}} for outcome in OUTCOMES]

@@ -9,12 +9,15 @@ is right). Running an engine over the pack gives, per probe, one outcome:
 - ``abstain``: no cell is wrong, but the engine could not compute some cell.
 
 The outcomes of every engine form a matrix (probe x engine), recorded in
-``fixtures/probes/matrix.json`` so that any change of coverage is seen.
+``fixtures/probes/matrix.json`` so that any change of coverage is seen. The engines'
+versions at the time are recorded beside it (``engine_versions.json``): a matrix holds
+for one release line of each engine (LibreOffice 25.2 computes XLOOKUP, 7.4 does not).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Callable
 
@@ -25,12 +28,41 @@ from regrade.compare import get_policy
 
 PACK = Path(__file__).resolve().parent.parent / "fixtures" / "probes"
 MATRIX = PACK / "matrix.json"
+VERSIONS = PACK / "engine_versions.json"
 OUTCOMES = ("right", "wrong", "abstain")
 
 
-def load_matrix(path: Path = MATRIX) -> dict[str, dict[str, str]]:
+def load_matrix() -> dict[str, dict[str, str]]:
     """The recorded matrix (probe -> engine -> outcome); empty when none is recorded."""
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    return json.loads(MATRIX.read_text(encoding="utf-8")) if MATRIX.is_file() else {}
+
+
+def record_matrix(matrix: dict[str, dict[str, str]], engines: list[Engine]) -> None:
+    """Write the matrix and the versions of the engines that produced it.
+
+    Engines not run this time keep their recorded outcomes and versions.
+    """
+    recorded = load_matrix()
+    merged = {probe: {**recorded.get(probe, {}), **outcomes} for probe, outcomes in matrix.items()}
+    MATRIX.write_text(json.dumps(merged, indent=1, sort_keys=True) + "\n")
+    versions = {**_recorded_versions(), **{engine.name: engine.version() for engine in engines}}
+    VERSIONS.write_text(json.dumps(versions, indent=1, sort_keys=True) + "\n")
+
+
+def _recorded_versions() -> dict[str, str]:
+    return json.loads(VERSIONS.read_text(encoding="utf-8")) if VERSIONS.is_file() else {}
+
+
+def _release_line(version: str) -> str:
+    found = re.search(r"\d+\.\d+", version)  # "LibreOffice 25.2.3.2" -> "25.2"
+    return found.group(0) if found else version
+
+
+def version_mismatches(engines: list[Engine]) -> dict[str, tuple[str, str]]:
+    """Engines whose release line differs from the one the matrix was recorded with: name -> (recorded, here)."""
+    recorded = _recorded_versions()
+    return {engine.name: (recorded.get(engine.name, "none"), engine.version()) for engine in engines
+            if _release_line(recorded.get(engine.name, "none")) != _release_line(engine.version())}
 
 
 def load_expected(pack: Path = PACK) -> dict[str, dict]:

@@ -196,7 +196,7 @@ def test_engines_lists_every_engine_with_its_availability():
         ("cached", False, True, None), ("ironcalc", True, True, None),
         ("libreoffice", True, True, None), ("gnumeric", True, True, None), ("formulas", True, True, None),
         ("pycel", True, True, None)]
-    assert rows[1]["version"] == "ironcalc 0.9.1" and rows[2]["version"].startswith("LibreOffice 7.")
+    assert rows[1]["version"] == "ironcalc 0.9.1" and rows[2]["version"].startswith("LibreOffice 2")  # 25.2 from bookworm-backports (.ci/setup)
 
 
 def test_results_file_gets_ordinary_permissions(manifest, tmp_path):
