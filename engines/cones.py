@@ -139,6 +139,18 @@ class FormulaGraph:
         called = self.all_functions() if cone.open else cone.functions
         return wanted & called
 
+    def formulas_in_cone(self, targets: Iterable[Cell]) -> list[str]:
+        """The formula texts the cone of ``targets`` reads (the whole workbook's, if the cone is open)."""
+        cone = self.cone(targets)
+        return list(self.formulas.values()) if cone.open else [self.formulas[c] for c in cone.cells]
+
+    def reads_a_call(self, cell: Cell, functions: Iterable[str]) -> bool:
+        """Whether ``cell`` reads, directly or through other formulas, a formula that calls
+        one of ``functions`` (any formula of the workbook, if what it reads is open)."""
+        found = self.precedents(cell)
+        read = [c for area in found.areas for c in self._formulas_in(area)]
+        return found.open or bool(self.calls_in_cone(read, functions))
+
     def dependency_levels(self, cells: Iterable[Cell]) -> list[list[Cell]] | None:
         """``cells`` in levels: each cell after every cell of the set its value depends on
         (through any formula). None when the order is not known: an open cone, or a cycle."""

@@ -7,7 +7,9 @@ answers ``#NAME?`` for them: regrade reports that as an abstention
 has. A formula gnumeric cannot parse (structured references) is written back as
 ``_xlfngnumeric.ERROR(...)``: an abstention too (``parse-error``). Unlike IronCalc and
 LibreOffice, gnumeric does not mark unknown functions in the formula text, so an
-``IFERROR`` around one goes unnoticed. ``INDEX`` over a one-row range gives ``#REF!`` in gnumeric where Excel gives a
+``IFERROR`` around one goes unnoticed. gnumeric gives ``#NUM!`` for SUBTOTAL 101-111 (the
+functions skipping hidden rows): a graded cell whose formula or dependency cone calls
+them, and which is an error or calls them itself, abstains too. ``INDEX`` over a one-row range gives ``#REF!`` in gnumeric where Excel gives a
 value (DESIGN §3): a known infidelity, left for the consensus to outvote.
 """
 
@@ -20,9 +22,11 @@ from typing import Sequence
 
 from engines.base import CannotEvaluate, CellRef, ExcelError, WorkbookFailure, WorkbookValues
 from engines.cached import CachedEngine
-from engines.cones import abstain_on_external_links
+from engines.cones import abstain_on_external_links, load_graph
 from engines.isolation import DEFAULT_TIMEOUT_S
 from engines.screening import refusal
+from engines.sheets import resolve_sheet
+from engines.subtotals import SKIPPING_HIDDEN, skips_hidden_rows
 from engines.tools import version_output
 
 
@@ -78,4 +82,20 @@ class GnumericEngine:
                 values.cells[ref] = CannotEvaluate("unsupported-function", "gnumeric gives #NAME? (an unknown function or name)")
             elif "_xlfngnumeric.ERROR(" in values.formulas.get(ref, ""):
                 values.cells[ref] = CannotEvaluate("parse-error", "gnumeric could not parse the formula")
+        _abstain_on_subtotal_skipping_hidden(path, values)
         return abstain_on_external_links(path, values)
+
+
+def _abstain_on_subtotal_skipping_hidden(path: Path, values: WorkbookValues) -> None:
+    """gnumeric answers #NUM! for SUBTOTAL(101..111, ...): the cells it reaches abstain."""
+    suspects = [ref for ref, formula in values.formulas.items()
+                if isinstance(values.cells.get(ref), ExcelError) or SKIPPING_HIDDEN.search(formula)]
+    if not suspects:
+        return
+    graph = load_graph(path)
+    if graph is None:
+        return
+    for ref in suspects:
+        sheet = resolve_sheet(ref.sheet, graph.sheets)
+        if sheet is not None and skips_hidden_rows(graph, (sheet, ref.row, ref.column)):
+            values.cells[ref] = CannotEvaluate("unsupported-function", "gnumeric lacks SUBTOTAL 101-111 (it gives #NUM!)")

@@ -6,7 +6,10 @@ forces ``recalculate()`` and evaluates again, so every value comes from computat
 Functions pycel lacks raise ``UnknownFunction``: that cell, and every cell that
 depends on it, abstains (``unsupported-function``); so does ``#NAME?`` (with openpyxl
 3.1, pycel cannot read defined names). Errors come back as text
-(``"#N/A"``) and are read as Excel errors.
+(``"#N/A"``) and are read as Excel errors. pycel's SUBTOTAL counts hidden rows and
+nested subtotals: a cell whose cone calls SUBTOTAL 101-111 in a workbook with hidden
+rows, or a SUBTOTAL that reads another SUBTOTAL or AGGREGATE, abstains
+(:mod:`engines.subtotals`).
 """
 
 from __future__ import annotations
@@ -18,9 +21,10 @@ from typing import Any, Sequence
 from engines.base import (
     EXCEL_ERROR_CODES, CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues,
 )
-from engines.cones import abstain_on_external_links
+from engines.cones import FormulaGraph, abstain_on_external_links
 from engines.screening import refusal
 from engines.sheets import resolve_sheet
+from engines.subtotals import counts_nested_subtotals, skips_hidden_rows
 from engines.tools import PythonPackageEngine
 
 
@@ -67,7 +71,21 @@ class PycelEngine(PythonPackageEngine):
                 result.cells[ref] = CannotEvaluate("engine-error", "pycel could not recalculate the workbook")
                 continue
             result.cells[ref] = _attempt(compiler, address)
+        _abstain_on_subtotal_subtleties(book, result)
         return abstain_on_external_links(path, result)
+
+
+def _abstain_on_subtotal_subtleties(book: Any, result: WorkbookValues) -> None:
+    graph = FormulaGraph(book)
+    if not any("SUBTOTAL(" in text.upper() for text in graph.formulas.values()):
+        return
+    hidden = any(dimension.hidden for ws in book.worksheets for dimension in ws.row_dimensions.values())
+    for ref in result.formulas:
+        cell = (resolve_sheet(ref.sheet, graph.sheets), ref.row, ref.column)
+        if hidden and skips_hidden_rows(graph, cell):
+            result.cells[ref] = CannotEvaluate("unsupported-function", "pycel's SUBTOTAL 101-111 counts hidden rows")
+        elif counts_nested_subtotals(graph, cell):
+            result.cells[ref] = CannotEvaluate("unsupported-function", "pycel's SUBTOTAL counts nested SUBTOTAL and AGGREGATE")
 
 
 def _attempt(compiler: Any, address: str) -> CellResult:

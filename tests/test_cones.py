@@ -127,3 +127,18 @@ def test_dependency_levels_are_unknown_for_a_cycle_or_an_open_cone():
     assert graph.dependency_levels([("Sheet", 1, 1), ("Sheet", 1, 4)]) is None
     assert graph.dependency_levels([("Sheet", 1, 3), ("Sheet", 1, 4)]) is None
     assert graph.dependency_levels([("Sheet", 1, 4)]) == [[("Sheet", 1, 4)]]
+
+
+def test_subtotal_subtleties_are_found_through_the_cone():
+    from engines.subtotals import counts_nested_subtotals, skips_hidden_rows
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.title = "S"
+    sheet["A1"], sheet["A2"], sheet["A3"] = 1, "=SUBTOTAL(109,A1)", "=SUBTOTAL(9,A1:A2)"  # A3 reads A2's subtotal
+    sheet["B1"], sheet["B2"], sheet["B3"] = "=A2*2", "=SUBTOTAL(9,A1)", "=subtotal( 101 ,A1)+1"
+    graph = graph_of(book)
+    assert sorted(graph.formulas_in_cone([("S", 1, 2)])) == ["=A2*2", "=SUBTOTAL(109,A1)"]
+    assert skips_hidden_rows(graph, ("S", 1, 2))  # through A2
+    assert skips_hidden_rows(graph, ("S", 3, 2)) and not skips_hidden_rows(graph, ("S", 2, 2))
+    assert counts_nested_subtotals(graph, ("S", 3, 1)) and not counts_nested_subtotals(graph, ("S", 2, 2))

@@ -99,3 +99,33 @@ def test_a_gnumeric_shallow_grade_fails_aggregate_as_unsupported_in_recalc(workb
     result = rescore_case(case, get_policy("spreadsheetbench"), GnumericEngine(), [IronCalcEngine()])
     assert (result.shallow_pass, result.full_pass, result.verdict) == (False, True, "artifact")
     assert [c.reason for c in result.cells] == ["unsupported-in-recalc"]
+
+
+@pytest.fixture
+def subtotals(tmp_path):
+    """A1:A4 = 1, 2, 3, 4 with row 4 hidden; C2 a SUBTOTAL over a range holding another."""
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    for row, value in enumerate([1, 2, 3, 4], start=1):
+        sheet.cell(row, 1, value)
+    sheet.row_dimensions[4].hidden = True
+    sheet["B1"], sheet["B2"], sheet["B3"] = "=SUBTOTAL(9,A1:A4)", "=SUBTOTAL(109,A1:A4)", "=B2*2"
+    sheet["D1"], sheet["D2"], sheet["D3"], sheet["D4"] = 1, 2, "=SUBTOTAL(9,D1:D2)", 4
+    sheet["C2"] = "=SUBTOTAL(9,D1:D4)"
+    path = tmp_path / "subtotals.xlsx"
+    book.save(path)
+    return path
+
+
+@pytest.mark.parametrize("name", ["gnumeric", "pycel"])
+def test_subtotals_an_engine_gets_wrong_are_abstentions(name, subtotals):
+    require_engines(name)
+    cells = [CellRef("Sheet", r, c) for r, c in ((1, 2), (2, 2), (3, 2), (2, 3))]
+    values = open_engine(name).evaluate(subtotals, cells).cells
+    assert values[cells[0]] == 10  # SUBTOTAL 9 counts the hidden row: 1 + 2 + 3 + 4
+    # SUBTOTAL 109 (Excel: 1 + 2 + 3 = 6) and the cell that doubles it: gnumeric gives #NUM!, pycel 10 and 20
+    assert [values[c].reason for c in cells[1:3]] == ["unsupported-function"] * 2
+    nested = values[cells[3]]  # Excel skips the SUBTOTAL in D3: 1 + 2 + 4 = 7, which gnumeric gets; pycel counts it
+    assert nested == 7 if name == "gnumeric" else nested.reason == "unsupported-function"
