@@ -4,10 +4,12 @@ Its own registry says which functions it implements, so a graded cell whose form
 calls another one abstains (``unsupported-function``), and so does an erroring cell
 in a workbook that calls one anywhere. Any structured reference makes its loader
 reject the whole workbook, so they are first resolved to ranges
-(:mod:`engines.tables`) in a scratch copy; the original file is never written.
-It compiles the whole workbook (no dependency cone yet): about 1 s per workbook even
-when tiny, so it is not in the default consensus (``--engines ...,formulas`` adds it),
-and the worker's time limit turns a very slow workbook into an abstention.
+(:mod:`engines.tables`) in a scratch copy; the original file is never written. In the
+same copy, criteria ranges to the sheet's end, where formulas counts nothing, are cut at
+the last used row (:mod:`engines.ironcalc_rewrites`). Only the requested cells' dependency cone is compiled and computed (formulas'
+``from_ranges``), not the whole workbook (``bench/formulas_cone.py`` measures the
+difference). It stays out of the default consensus (``--engines ...,formulas``
+adds it), and the worker's time limit turns a very slow workbook into an abstention.
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import openpyxl
+from openpyxl.worksheet.formula import ArrayFormula
 from openpyxl.utils.cell import coordinate_to_tuple, get_column_letter
 
 from engines.base import CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues
 from engines.cones import abstain_on_external_links
+from engines.ironcalc_rewrites import MAX_ROW, last_rows_reader, rewrite_criteria_calls
 from engines.screening import refusal
 from engines.sheets import formula_text, load_formula_book, resolve_sheet
 from engines.tables import structured_rewrites
@@ -30,6 +34,7 @@ from engines.tools import PythonPackageEngine
 
 _CALL = re.compile(r"(?<![A-Za-z0-9_.])((?:_xl[a-z]+\.)*[A-Za-z][A-Za-z0-9_.]*)\(", re.IGNORECASE)
 _STRING = re.compile(r'"(?:[^"]|"")*"')
+_SCRATCH_NAME = "book.xlsx"  # the workbook's name inside the scratch folder, free of characters formulas reads
 _KEY = re.compile(r"^'?\[[^\]]+\](?P<sheet>.+?)'?!(?P<cell>[A-Z]+[0-9]+)(?::(?P<end>[A-Z]+[0-9]+))?$")
 
 
@@ -47,6 +52,10 @@ class FormulasEngine(PythonPackageEngine):
     # about 1 s per workbook even when tiny (compiling the whole workbook): opt-in with --engines
     in_default_consensus = False
 
+    def __init__(self, whole_workbook: bool = False) -> None:
+        super().__init__()
+        self.whole_workbook = whole_workbook  # formulas' own way, every cell: the baseline of bench/formulas_cone.py
+
     def evaluate(self, path: Path, cells: Sequence[CellRef]) -> WorkbookValues:
         import formulas
 
@@ -58,29 +67,28 @@ class FormulasEngine(PythonPackageEngine):
             raise
         except Exception as exc:
             return WorkbookValues(failure=WorkbookFailure("load-failed", f"formulas cannot read it: {exc}"))
+        names = book.sheetnames
+        wanted = {ref: sheet for ref in cells if (sheet := resolve_sheet(ref.sheet, names)) is not None}
+        contents = {ref: book[sheet].cell(ref.row, ref.column).value for ref, sheet in wanted.items()}
+        formulas_in_file = {ref: formula_text(content) for ref, content in contents.items()}  # before any rewrite
         with tempfile.TemporaryDirectory(prefix="regrade-formulas-") as scratch:
-            source = _with_ranges(path, book, Path(scratch))
+            _prepare(path, book, Path(scratch))
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    solution = formulas.ExcelModel().loads(str(source)).finish().calculate()
+                    solution = _solve(formulas.ExcelModel(), scratch, wanted, self.whole_workbook)
             except MemoryError:  # a limit, not a broken file: the isolating worker reports it
                 raise
             except Exception as exc:
                 return WorkbookValues(failure=WorkbookFailure("load-failed", f"formulas cannot compute it: {type(exc).__name__}: {exc}"))
         computed = _by_cell(solution)
         known = set(formulas.get_functions())
-        names = book.sheetnames
         result = WorkbookValues(sheet_names=list(names))
         workbook_unknown: list[str] | None = None
-        for ref in cells:
-            sheet = resolve_sheet(ref.sheet, names)
-            if sheet is None:
-                continue
-            content = book[sheet].cell(ref.row, ref.column).value
-            formula = formula_text(content)
+        for ref, sheet in wanted.items():
+            formula = formulas_in_file[ref]
             if formula is None:
-                result.cells[ref] = computed.get((sheet.upper(), ref.coordinate), content)
+                result.cells[ref] = computed.get((sheet.upper(), ref.coordinate), contents[ref])
                 continue
             result.formulas[ref] = formula
             value = computed.get((sheet.upper(), ref.coordinate), CannotEvaluate("not-computed", "formulas gave no value"))
@@ -99,16 +107,52 @@ class FormulasEngine(PythonPackageEngine):
         return abstain_on_external_links(path, result)
 
 
-def _with_ranges(path: Path, book: openpyxl.Workbook, scratch: Path) -> Path:
-    """The file itself, or a scratch copy whose structured references are ranges."""
+def _prepare(path: Path, book: openpyxl.Workbook, scratch: Path) -> None:
+    """``scratch/book.xlsx``: a link to the file, or a copy with what formulas misreads rewritten:
+    structured references as ranges, criteria ranges to the sheet's end cut at its last used row."""
     rewrites = structured_rewrites(path)
-    if not rewrites:
-        return path
     for (sheet, row, column), formula in rewrites.items():
         book[sheet].cell(row, column).value = formula
-    copy = scratch / path.name
-    book.save(copy)
-    return copy
+    if _cut_criteria_ranges(book) or rewrites:
+        book.save(scratch / _SCRATCH_NAME)
+    else:
+        (scratch / _SCRATCH_NAME).symlink_to(path.resolve())
+
+
+def _cut_criteria_ranges(book: openpyxl.Workbook) -> bool:
+    """``COUNTIF(A$1:A$1048576, 5)`` is 0 in formulas: such ranges are cut (engines/ironcalc_rewrites.py)."""
+    last_rows = {ws.title.lower(): ws.max_row for ws in book.worksheets}
+    if MAX_ROW in last_rows.values():  # then $XFD$1048576, the blank cell counted, may not be blank
+        return False
+    changed = False
+    for ws in book.worksheets:
+        last_row = last_rows_reader(last_rows, ws.title)
+        for row in ws.iter_rows():
+            for cell in row:
+                formula = formula_text(cell.value)
+                rewritten = rewrite_criteria_calls(formula, last_row) if formula else formula
+                if rewritten == formula:
+                    continue
+                if isinstance(cell.value, ArrayFormula):
+                    cell.value.text = rewritten
+                else:
+                    cell.value = rewritten
+                changed = True
+    return changed
+
+
+def _solve(model: Any, scratch: str, wanted: dict[CellRef, str], whole_workbook: bool) -> Any:
+    """formulas' solution for the cone of the wanted cells (or for every cell)."""
+    if whole_workbook:
+        return model.loads(str(Path(scratch) / _SCRATCH_NAME)).finish().calculate()
+    model.basedir = scratch
+    ranges = [_cell_range(sheet, ref.coordinate) for ref, sheet in wanted.items()]
+    return model.from_ranges(*ranges).finish().calculate() if ranges else {}
+
+
+def _cell_range(sheet: str, coordinate: str) -> str:
+    """formulas' name of a cell of the scratch book: ``'[book.xlsx]My ''s sheet'!A1``."""
+    return f"'[{_SCRATCH_NAME}]{sheet.replace(chr(39), chr(39) * 2)}'!{coordinate}"
 
 
 def _by_cell(solution: Any) -> dict[tuple[str, str], CellResult]:

@@ -27,7 +27,7 @@ from typing import Any, Sequence
 from engines.base import CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues
 from engines.cones import FormulaGraph, abstain_on_external_links, load_graph
 from engines.ironcalc_bridge import Cell, bridge_functions
-from engines.ironcalc_rewrites import MAX_ROW, rewrite_criteria_calls
+from engines.ironcalc_rewrites import MAX_ROW, last_rows_reader, rewrite_criteria_calls
 from engines.readings import number_value, unknown_functions
 from engines.screening import refusal
 from engines.sheets import array_formula_cells, resolve_sheet
@@ -108,16 +108,11 @@ def _work_around_defects(model: Any, names: list[str], path: Path) -> dict[tuple
         formula = model.get_cell_formula(sheet, row, column)
         if not formula:
             continue
-        rewritten = rewrite_criteria_calls(formula, partial(_last_row, last_rows, names[sheet]) if cut else None)
+        rewritten = rewrite_criteria_calls(formula, last_rows_reader(last_rows, names[sheet]) if cut else None)
         if rewritten != formula:
             originals.setdefault((sheet, row, column), formula)
             model.update_cell_with_formula(sheet, row, column, rewritten)
     return originals
-
-
-def _last_row(last_rows: dict[str, int], home: str, sheet: str | None) -> int | None:
-    """The last used row of the sheet a reference names (None: the formula's own, ``home``)."""
-    return last_rows.get((sheet or home).lower())
 
 
 def _dependency_levels(path: Path, names: list[str], cells: list[Cell]) -> list[list[Cell]] | None:

@@ -10,6 +10,8 @@
   they add nothing to a sum, an average, a maximum or a minimum, and COUNTIF/COUNTIFS
   count them with one term, the number of rows cut times the count of one blank cell
   (``$XFD$1048576``) under the same criteria, so IronCalc's value does not change.
+  formulas 1.3.4 counts nothing in such ranges (``COUNTIF(A$1:A$1048576, 5)`` is 0), so
+  :mod:`engines.formulas_` cuts them the same way.
 """
 
 from __future__ import annotations
@@ -39,6 +41,12 @@ BLANK = "$XFD$1048576:$XFD$1048576"  # a cell no workbook here uses (checked by 
 CLIP_BEYOND = 10_000  # rows past the last used one worth cutting
 
 LastRow = Callable[[str | None], int | None]  # a sheet name (None: the formula's own) -> its last used row
+
+
+def last_rows_reader(last_rows: dict[str, int], home: str) -> LastRow:
+    """``last_row`` for a formula on sheet ``home``: the last used row of the sheet a reference
+    names (``last_rows`` keyed by lower-cased sheet name)."""
+    return lambda sheet: last_rows.get((sheet or home).lower())
 
 
 def rewrite_criteria_calls(formula: str, last_row: LastRow | None = None) -> str:

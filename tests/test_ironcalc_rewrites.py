@@ -47,3 +47,18 @@ def test_cut_ranges_give_the_values_of_the_whole_ranges(workbook):
     assert [values.cells[c] for c in cells[:6]] == [1_048_572, 1_048_574, 1, 10, 1_048_572, 10]
     assert str(values.cells[cells[6]]) == "#DIV/0!"
     assert values.formulas[cells[0]] == '=COUNTIF(A$2:A$1048576,"")'  # the file's formula is reported
+
+
+def test_formulas_counts_through_cut_ranges_what_it_missed_in_whole_ones(workbook):
+    from engines.formulas_ import FormulasEngine
+
+    # A2:A4 = x, 5, y and B2 = 10, as above; formulas 1.3.4 counts nothing in ranges to row 1,048,576
+    path = workbook({"A2": "x", "A3": 5, "A4": "y", "B2": 10,
+                     "D1": "=COUNTIF(A2:A1048576,5)",  # A3
+                     "D2": '=SUMIF(A2:A1048576,"x",B2:B1048576)',  # B2
+                     "D3": '=COUNTIFS(A2:A1048576,">1",B2:B1048576,"<20")',  # A3 > 1, but B3 is blank: 0
+                     "D4": '=COUNTIF(A2:A1048576,"y")'})  # A4
+    cells = [CellRef("Sheet1", row, 4) for row in range(1, 5)]
+    values = FormulasEngine().evaluate(path, cells)
+    assert [values.cells[c] for c in cells] == [1, 10, 0, 1]
+    assert values.formulas[cells[0]] == "=COUNTIF(A2:A1048576,5)"  # the file's formula is reported
