@@ -8,9 +8,10 @@ has. A formula gnumeric cannot parse (structured references) is written back as
 ``_xlfngnumeric.ERROR(...)``: an abstention too (``parse-error``). Unlike IronCalc and
 LibreOffice, gnumeric does not mark unknown functions in the formula text, so an
 ``IFERROR`` around one goes unnoticed. gnumeric gives ``#NUM!`` for SUBTOTAL 101-111 (the
-functions skipping hidden rows): a graded cell whose formula or dependency cone calls
-them, and which is an error or calls them itself, abstains too. ``INDEX`` over a one-row range gives ``#REF!`` in gnumeric where Excel gives a
-value (DESIGN §3): a known infidelity, left for the consensus to outvote.
+functions skipping hidden rows): a graded cell that calls them, or is an error and has
+them in its dependency cone, abstains too. ``INDEX`` over a one-row range gives ``#REF!``
+in gnumeric where Excel gives a value (DESIGN §3): a known infidelity, left for the
+consensus to outvote.
 """
 
 from __future__ import annotations

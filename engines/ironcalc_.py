@@ -19,10 +19,10 @@ reads a cached value, so the comparison policy sees both alike.
 
 from __future__ import annotations
 
+import functools
 import time
-from functools import partial
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from engines.base import CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues
 from engines.cones import FormulaGraph, abstain_on_external_links, load_graph
@@ -61,11 +61,13 @@ class IronCalcEngine(PythonPackageEngine):
             slow = _timed_evaluation(model) > SLOW_EVALUATION_S
         except Exception as exc:
             return WorkbookValues(failure=WorkbookFailure("load-failed", f"IronCalc cannot evaluate it: {exc}"))
-        order = partial(_dependency_levels, path, names)
-        originals = {**bridge_functions(model, array_formula_cells(path), only_missing=slow, order=order), **originals}
+        order = functools.partial(_dependency_levels, path, names)
+        bridged = bridge_functions(model, array_formula_cells(path), only_missing=slow, order=order)
+        originals = {**bridged.originals, **originals}
+        skipped = {(names[sheet], row, column): function for (sheet, row, column), function in bridged.skipped.items()}
+        graph = functools.cache(lambda: load_graph(path))
+        workbook_unknown = functools.cache(lambda: _workbook_unknown_functions(model))
         result = WorkbookValues(sheet_names=names)
-        workbook_unknown: list[str] | None = None
-        graph: FormulaGraph | None = None
         for ref in cells:
             sheet = resolve_sheet(ref.sheet, names)
             if sheet is None:
@@ -74,21 +76,18 @@ class IronCalcEngine(PythonPackageEngine):
             computed_formula = model.get_cell_formula(index, ref.row, ref.column)
             formula = originals.get((index, ref.row, ref.column)) or computed_formula  # report what the file says
             value = _read_value(model, index, ref.row, ref.column)
+            cell = (sheet, ref.row, ref.column)
             if formula:
                 result.formulas[ref] = formula
                 own_unknown = unknown_functions(computed_formula or "")  # what IronCalc computed, after rewrites
                 if own_unknown:
                     value = CannotEvaluate("unsupported-function", f"IronCalc lacks {', '.join(own_unknown)}")
-                elif isinstance(value, ExcelError):
-                    if workbook_unknown is None:
-                        workbook_unknown = _workbook_unknown_functions(model)
-                        graph = load_graph(path) if workbook_unknown else None
-                    reached = _unknown_in_cone(graph, workbook_unknown, (sheet, ref.row, ref.column))
-                    if reached:
-                        value = CannotEvaluate(
-                            "unsupported-function",
-                            f"{value.code} from a formula that calls {', '.join(reached)}, which IronCalc lacks",
-                        )
+                elif skipped and (left := _in_cone(graph(), skipped, cell)):
+                    value = CannotEvaluate("unsupported-function", f"IronCalc gets {', '.join(left)} wrong in places, "
+                                           "and the bridge could not run on this workbook (too slow, or unsettled)")
+                elif isinstance(value, ExcelError) and (reached := _unknown_in_cone(graph, workbook_unknown(), cell)):
+                    value = CannotEvaluate("unsupported-function",
+                                           f"{value.code} from a formula that calls {', '.join(reached)}, which IronCalc lacks")
             result.cells[ref] = value
         return abstain_on_external_links(path, result)
 
@@ -150,11 +149,20 @@ def _read_value(model: Any, sheet: int, row: int, column: int) -> CellResult:
     return value
 
 
-def _unknown_in_cone(graph: FormulaGraph | None, unknown: list[str], cell: tuple[str, int, int]) -> list[str]:
+def _unknown_in_cone(graph: Callable[[], FormulaGraph | None], unknown: list[str], cell: tuple[str, int, int]) -> list[str]:
     """The unknown functions the cell's value may depend on (all of them when the file cannot be traced)."""
-    if not unknown or graph is None:
+    if not unknown or graph() is None:
         return unknown
-    return sorted(graph.calls_in_cone([cell], unknown))
+    return sorted(graph().calls_in_cone([cell], unknown))
+
+
+def _in_cone(graph: FormulaGraph | None, skipped: dict[tuple[str, int, int], str], cell: tuple[str, int, int]) -> list[str]:
+    """The functions of the skipped cells the cell's value may depend on (all when the file cannot be traced)."""
+    if graph is None:
+        return sorted(set(skipped.values()))
+    cone = graph.cone([cell])
+    reached = graph.formulas if cone.open else cone.cells
+    return sorted({function for place, function in skipped.items() if place in reached})
 
 
 def _workbook_unknown_functions(model: Any) -> list[str]:

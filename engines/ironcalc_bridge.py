@@ -131,27 +131,40 @@ class _Call:
         return formula
 
 
+@dataclass
+class Bridged:
+    """What the bridge did to a model."""
+
+    originals: dict[Cell, str]  # each cell it rewrote: the cell's original formula
+    skipped: dict[Cell, str]  # cells it should have computed but left to IronCalc: the function
+
+
 def bridge_functions(model: Any, array_cells: set[Cell] = frozenset(), only_missing: bool = False,
-                     order: Callable[[list[Cell]], list[list[Cell]] | None] | None = None) -> dict[Cell, str]:
-    """Compute every bridged call into the model's formulas; returns each changed cell's original formula.
+                     order: Callable[[list[Cell]], list[list[Cell]] | None] | None = None) -> Bridged:
+    """Compute every bridged call into the model's formulas.
 
     ``array_cells`` are the cells holding array formulas (:func:`engines.sheets.array_formula_cells`).
     With ``only_missing``, only the functions IronCalc lacks are bridged, not those it gets
     wrong in places (for workbooks so slow to evaluate that the bridge's extra evaluations
     would not fit in the time limit). ``order`` puts bridged cells in dependency levels
     (:meth:`engines.cones.FormulaGraph.dependency_levels`), for chains too long to settle
-    in :data:`MAX_PASSES` passes.
+    in :data:`MAX_PASSES` passes. The cells left to IronCalc (for time, or because they did
+    not settle) are reported as skipped: the caller abstains on what depends on them.
     """
     originals: dict[Cell, str] = {}
+    functions: dict[Cell, str] = {}  # the bridged function of each cell found
     for sheet, row, column in model.get_all_cells():
         formula = _repair_rendering(model.get_cell_formula(sheet, row, column))
         cell = (sheet, row, column)
         if formula and (_CANDIDATE.search(formula) or _INDEX_AS_REFERENCE.search(formula)):
             call = _innermost(cell, formula, cell in array_cells)
-            if call is not None and (not only_missing or _holds_missing(formula)):
-                originals[cell] = formula
+            if call is not None:
+                functions[cell] = call.function
+                if not only_missing or _holds_missing(formula):
+                    originals[cell] = formula
+    skipped = {cell: function for cell, function in functions.items() if cell not in originals}
     if not originals:
-        return {}
+        return Bridged({}, skipped)
     subtotal_cells = {cell for cell, text in originals.items() if _is_subtotal(text)}
     settled = _settle_in_passes(model, originals, array_cells, subtotal_cells)
     if settled is None and order is not None and (levels := order(sorted(originals))) is not None:
@@ -159,8 +172,8 @@ def bridge_functions(model: Any, array_cells: set[Cell] = frozenset(), only_miss
         settled = _settle_by_level(model, originals, array_cells, subtotal_cells, levels)
     if settled is None:  # did not settle: give up honestly
         _write(model, originals)
-        return {}
-    return {cell: originals[cell] for cell in originals if settled[cell] != originals[cell]}
+        return Bridged({}, functions)
+    return Bridged({cell: originals[cell] for cell in originals if settled[cell] != originals[cell]}, skipped)
 
 
 def _settle_in_passes(model: Any, originals: dict[Cell, str], array_cells: set[Cell],

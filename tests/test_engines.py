@@ -202,3 +202,20 @@ def test_a_cell_that_reads_another_workbook_is_an_abstention(workbook, tmp_path)
     external = CannotEvaluate("external-link", "the value comes from another workbook (an external link)")
     assert values[ref("A1")] == values[ref("A2")] == external  # A2 reads A1
     assert values[ref("A3")] == 6.0  # 3 * 2
+
+
+def test_cells_the_bridge_had_to_leave_to_ironcalc_are_abstentions(workbook, monkeypatch):
+    import engines.ironcalc_ as ironcalc_module
+    from openpyxl.worksheet.formula import ArrayFormula
+
+    # A1:A3 = a, b, a. In Excel the array formula B1 is SUM(COUNTIF(A1:A3, A1:A3)) = 2 + 1 + 2 = 5,
+    # which needs the bridge; C1 = B1 + 1 depends on it; D1 = COUNTA(A1:A3) = 3 does not.
+    path = workbook({"A1": "a", "A2": "b", "A3": "a", "B1": ArrayFormula("B1", "=SUM(COUNTIF(A1:A3,A1:A3))"),
+                     "C1": "=B1+1", "D1": "=COUNTA(A1:A3)"})
+    cells = [ref("B1"), ref("C1"), ref("D1")]
+    assert list(IronCalcEngine().evaluate(path, cells).cells.values()) == [5, 6, 3]
+    monkeypatch.setattr(ironcalc_module, "SLOW_EVALUATION_S", -1.0)  # every workbook "too slow" for the bridge
+    values = IronCalcEngine().evaluate(path, cells).cells
+    assert [values[c].reason for c in cells[:2]] == ["unsupported-function"] * 2
+    assert "COUNTIF" in values[cells[1]].detail
+    assert values[cells[2]] == 3
