@@ -6,10 +6,11 @@ in a workbook that calls one anywhere. Any structured reference makes its loader
 reject the whole workbook, so they are first resolved to ranges
 (:mod:`engines.tables`) in a scratch copy; the original file is never written. In the
 same copy, criteria ranges to the sheet's end, where formulas counts nothing, are cut at
-the last used row (:mod:`engines.ironcalc_rewrites`). Only the requested cells' dependency cone is compiled and computed (formulas'
-``from_ranges``), not the whole workbook (``bench/formulas_cone.py`` measures the
-difference). It stays out of the default consensus (``--engines ...,formulas``
-adds it), and the worker's time limit turns a very slow workbook into an abstention.
+the last used row (:mod:`engines.ironcalc_rewrites`). Only the requested cells'
+dependency cone is compiled and computed (formulas' ``from_ranges``), not the whole
+workbook (``bench/formulas_cone.py`` measures the difference). It stays out of the
+default consensus (``--engines ...,formulas`` adds it), and the worker's time limit
+turns a very slow workbook into an abstention.
 """
 
 from __future__ import annotations
