@@ -50,7 +50,7 @@ class FormulasEngine(PythonPackageEngine):
     package = "formulas"
     name = "formulas"
     full = True
-    # about 1 s per workbook even when tiny (compiling the whole workbook): opt-in with --engines
+    # less faithful than IronCalc and LibreOffice (the probe pack, README): opt-in with --engines
     in_default_consensus = False
 
     def __init__(self, whole_workbook: bool = False) -> None:
