@@ -139,10 +139,14 @@ class FormulaGraph:
         called = self.all_functions() if cone.open else cone.functions
         return wanted & called
 
+    def cells_in_cone(self, targets: Iterable[Cell]) -> list[Cell]:
+        """The formula cells the cone of ``targets`` holds (every formula cell, if the cone is open)."""
+        cone = self.cone(targets)
+        return sorted(self.formulas if cone.open else cone.cells)
+
     def formulas_in_cone(self, targets: Iterable[Cell]) -> list[str]:
         """The formula texts the cone of ``targets`` reads (the whole workbook's, if the cone is open)."""
-        cone = self.cone(targets)
-        return list(self.formulas.values()) if cone.open else [self.formulas[c] for c in cone.cells]
+        return [self.formulas[c] for c in self.cells_in_cone(targets)]
 
     def reads_a_call(self, cell: Cell, functions: Iterable[str]) -> bool:
         """Whether ``cell`` reads, directly or through other formulas, a formula that calls

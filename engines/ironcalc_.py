@@ -160,9 +160,7 @@ def _in_cone(graph: FormulaGraph | None, skipped: dict[tuple[str, int, int], str
     """The functions of the skipped cells the cell's value may depend on (all when the file cannot be traced)."""
     if graph is None:
         return sorted(set(skipped.values()))
-    cone = graph.cone([cell])
-    reached = graph.formulas if cone.open else cone.cells
-    return sorted({function for place, function in skipped.items() if place in reached})
+    return sorted({skipped[place] for place in graph.cells_in_cone([cell]) if place in skipped})
 
 
 def _workbook_unknown_functions(model: Any) -> list[str]:

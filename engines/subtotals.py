@@ -27,7 +27,5 @@ def counts_nested_subtotals(graph: FormulaGraph, cell: Cell) -> bool:
     """Whether some SUBTOTAL in the cone of ``cell`` reads, directly or through other
     formulas, a cell that calls SUBTOTAL or AGGREGATE (an over-estimate: Excel skips only
     the ones inside its ranges)."""
-    cone = graph.cone([cell])
-    calling = [c for c in ((sorted(graph.formulas) if cone.open else sorted(cone.cells)))
-               if _CALLS_SUBTOTAL.search(graph.formulas[c])]
+    calling = [c for c in graph.cells_in_cone([cell]) if _CALLS_SUBTOTAL.search(graph.formulas[c])]
     return any(graph.reads_a_call(c, _NESTABLE) for c in calling)
