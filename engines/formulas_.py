@@ -27,7 +27,7 @@ from openpyxl.utils.cell import coordinate_to_tuple, get_column_letter
 
 from engines.base import CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues
 from engines.cones import abstain_on_external_links
-from engines.ironcalc_rewrites import MAX_ROW, last_rows_reader, rewrite_criteria_calls
+from engines.ironcalc_rewrites import last_row_readers, rewrite_criteria_calls
 from engines.screening import refusal
 from engines.sheets import formula_text, load_formula_book, resolve_sheet
 from engines.tables import structured_rewrites
@@ -122,12 +122,12 @@ def _prepare(path: Path, book: openpyxl.Workbook, scratch: Path) -> None:
 
 def _cut_criteria_ranges(book: openpyxl.Workbook) -> bool:
     """``COUNTIF(A$1:A$1048576, 5)`` is 0 in formulas: such ranges are cut (engines/ironcalc_rewrites.py)."""
-    last_rows = {ws.title.lower(): ws.max_row for ws in book.worksheets}
-    if MAX_ROW in last_rows.values():  # then $XFD$1048576, the blank cell counted, may not be blank
-        return False
+    readers = last_row_readers({ws.title.lower(): ws.max_row for ws in book.worksheets})
     changed = False
     for ws in book.worksheets:
-        last_row = last_rows_reader(last_rows, ws.title)
+        last_row = readers(ws.title)
+        if last_row is None:  # no range can be cut in this workbook
+            return False
         for row in ws.iter_rows():
             for cell in row:
                 formula = formula_text(cell.value)

@@ -27,7 +27,7 @@ from typing import Any, Callable, Sequence
 from engines.base import CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues
 from engines.cones import FormulaGraph, abstain_on_external_links, load_graph
 from engines.ironcalc_bridge import Cell, bridge_functions
-from engines.ironcalc_rewrites import MAX_ROW, last_rows_reader, rewrite_criteria_calls
+from engines.ironcalc_rewrites import last_row_readers, rewrite_criteria_calls
 from engines.readings import number_value, unknown_functions
 from engines.screening import refusal
 from engines.sheets import array_formula_cells, resolve_sheet
@@ -101,13 +101,12 @@ def _work_around_defects(model: Any, names: list[str], path: Path) -> dict[tuple
             index = names.index(sheet_name)
             originals[(index, row, column)] = model.get_cell_formula(index, row, column) or formula
             model.update_cell_with_formula(index, row, column, formula)
-    last_rows = {name.lower(): model.get_sheet_dimensions(index)[1] for index, name in enumerate(names)}
-    cut = MAX_ROW not in last_rows.values()  # else $XFD$1048576, the blank cell counted, may not be blank
+    last_row = last_row_readers({name.lower(): model.get_sheet_dimensions(index)[1] for index, name in enumerate(names)})
     for sheet, row, column in model.get_all_cells():
         formula = model.get_cell_formula(sheet, row, column)
         if not formula:
             continue
-        rewritten = rewrite_criteria_calls(formula, last_rows_reader(last_rows, names[sheet]) if cut else None)
+        rewritten = rewrite_criteria_calls(formula, last_row(names[sheet]))
         if rewritten != formula:
             originals.setdefault((sheet, row, column), formula)
             model.update_cell_with_formula(sheet, row, column, rewritten)

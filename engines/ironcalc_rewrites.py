@@ -43,10 +43,14 @@ CLIP_BEYOND = 10_000  # rows past the last used one worth cutting
 LastRow = Callable[[str | None], int | None]  # a sheet name (None: the formula's own) -> its last used row
 
 
-def last_rows_reader(last_rows: dict[str, int], home: str) -> LastRow:
-    """``last_row`` for a formula on sheet ``home``: the last used row of the sheet a reference
-    names (``last_rows`` keyed by lower-cased sheet name)."""
-    return lambda sheet: last_rows.get((sheet or home).lower())
+def last_row_readers(last_rows: dict[str, int]) -> Callable[[str], LastRow | None]:
+    """For a formula on sheet ``home``, the ``last_row`` to cut its ranges with: the last used
+    row of the sheet a reference names (``last_rows`` keyed by lower-cased sheet name). None
+    for every sheet when some sheet reaches the grid's last row: then ``$XFD$1048576``, the
+    blank cell the cut counts with, may not be blank."""
+    if MAX_ROW in last_rows.values():
+        return lambda home: None
+    return lambda home: (lambda sheet: last_rows.get((sheet or home).lower()))
 
 
 def rewrite_criteria_calls(formula: str, last_row: LastRow | None = None) -> str:
