@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import resource
 import subprocess
 import sys
@@ -274,11 +275,15 @@ def main() -> None:
         print(json.dumps(reply), flush=True)
         if office.poll() is not None:
             raise SystemExit("soffice died")  # the engine starts a new helper for the next workbook
+    # End of input: regrade closed the pipe or its process is gone (a pool worker ends
+    # with os._exit, which runs no atexit hook), so the profile is ours to remove.
     try:
         desktop.terminate()
+        office.wait(10)
     except Exception:
-        pass
-    office.wait(10)
+        office.kill()
+        office.wait(10)
+    shutil.rmtree(profile, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import multiprocessing
+import multiprocessing.util
 import os
 import tempfile
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -140,8 +141,11 @@ def rescore_run(
                 todo.append(index)
         if todo and (workers <= 1 or len(todo) == 1):
             _open_worker_engines(settings)
-            for index in todo:
-                finish(index, _grade(cases[index]), False)
+            try:
+                for index in todo:
+                    finish(index, _grade(cases[index]), False)
+            finally:
+                _close_worker_engines()
         elif todo:
             _in_pool(cases, todo, settings, workers, finish)
     finally:
@@ -168,7 +172,7 @@ def _pool_pass(cases: list[Case], queue: list[int], settings: RescoreSettings, w
                finish: Callable[[int, dict, bool], None]) -> list[int]:
     """Run the queue (consumed in place) until done or the pool breaks; returns the cases the broken pool held."""
     context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
-    with ProcessPoolExecutor(workers, mp_context=context, initializer=_open_worker_engines, initargs=(settings,)) as pool:
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=_start_pool_worker, initargs=(settings,)) as pool:
         running: dict[Future, int] = {}
         while queue or running:
             while queue and len(running) < workers * 2:  # a short queue: results come back as they finish
@@ -198,6 +202,22 @@ def _open_worker_engines(settings: RescoreSettings) -> None:
     _WORKER["policy"] = get_policy(settings.policy)
     _WORKER["shallow"] = open_engine(settings.shallow, settings.timeout_s)
     _WORKER["fulls"] = [open_engine(name, settings.timeout_s) for name in settings.engines]
+
+
+def _close_worker_engines() -> None:
+    for engine in [_WORKER.get("shallow"), *_WORKER.get("fulls", [])]:
+        close = getattr(engine, "close", None)
+        if close is not None:
+            close()
+    _WORKER.clear()
+
+
+def _start_pool_worker(settings: RescoreSettings) -> None:
+    """A pool worker's engines, closed when the worker ends. A pool worker leaves through
+    os._exit, which runs no atexit hook but does run multiprocessing's finalizers."""
+    _WORKER.clear()  # a forked worker's copies of the parent's engines are the parent's to close
+    _open_worker_engines(settings)
+    multiprocessing.util.Finalize(None, _close_worker_engines, exitpriority=10)
 
 
 def rescore_case_grading(case: Case) -> dict:

@@ -129,3 +129,39 @@ def test_subtotals_an_engine_gets_wrong_are_abstentions(name, subtotals):
     assert [values[c].reason for c in cells[1:3]] == ["unsupported-function"] * 2
     nested = values[cells[3]]  # Excel skips the SUBTOTAL in D3: 1 + 2 + 4 = 7, which gnumeric gets; pycel counts it
     assert nested == 7 if name == "gnumeric" else nested.reason == "unsupported-function"
+
+
+def private_profiles(folder) -> list:
+    return sorted(folder.glob("regrade-libreoffice-*"))
+
+
+def test_a_pool_run_leaves_no_libreoffice_profile_behind(tmp_path, monkeypatch):
+    """Pool workers end with os._exit, which skips atexit; their LibreOffice profiles must still go."""
+    require_engines("libreoffice")
+    import tempfile
+    from regrade.runner import RescoreSettings, rescore_run
+    from regrade.runs import spreadsheetbench_cases
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # forked workers inherit it
+    cases = spreadsheetbench_cases(DEMO / "dataset", {"community": DEMO / "outputs" / "community"})[:4]
+    settings = RescoreSettings(policy="spreadsheetbench", shallow="cached", engines=("libreoffice",), timeout_s=60)
+    records = rescore_run(cases, settings, workers=2)
+    assert len(records) == 4 and all(r["verdict"] for r in records)
+    assert private_profiles(tmp_path) == []
+
+
+def test_the_libreoffice_helper_removes_its_profile_when_regrade_vanishes(tmp_path, monkeypatch):
+    """A worker killed mid-run never calls close(); its helper sees end of input and cleans up itself."""
+    require_engines("libreoffice")
+    import tempfile
+    import time
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    engine = LibreOfficeEngine(timeout_s=60)
+    assert engine.evaluate(STALE, F[:1]).cells[F[0]] == 0.0  # ROUND(300/1000, 0)
+    assert len(private_profiles(tmp_path)) == 1
+    helper, engine._helper, engine._profile = engine._helper, None, None  # as if regrade's process had died
+    helper.stdin.close()
+    helper.wait(30)
+    deadline = time.monotonic() + 30
+    while private_profiles(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert private_profiles(tmp_path) == []
