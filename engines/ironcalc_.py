@@ -84,7 +84,8 @@ class IronCalcEngine(PythonPackageEngine):
                     value = CannotEvaluate("unsupported-function", f"IronCalc lacks {', '.join(own_unknown)}")
                 elif skipped and (left := _in_cone(graph(), skipped, cell)):
                     value = CannotEvaluate("unsupported-function", f"IronCalc gets {', '.join(left)} wrong in places, "
-                                           "and the bridge could not run on this workbook (too slow, or unsettled)")
+                                           "and the bridge could not compute it here (a workbook too slow, "
+                                           "a chain that did not settle, or a LET or LAMBDA name)")
                 elif isinstance(value, ExcelError) and (reached := _unknown_in_cone(graph, workbook_unknown(), cell)):
                     value = CannotEvaluate("unsupported-function",
                                            f"{value.code} from a formula that calls {', '.join(reached)}, which IronCalc lacks")

@@ -148,8 +148,9 @@ def bridge_functions(model: Any, array_cells: set[Cell] = frozenset(), only_miss
     wrong in places (for workbooks so slow to evaluate that the bridge's extra evaluations
     would not fit in the time limit). ``order`` puts bridged cells in dependency levels
     (:meth:`engines.cones.FormulaGraph.dependency_levels`), for chains too long to settle
-    in :data:`MAX_PASSES` passes. The cells left to IronCalc (for time, or because they did
-    not settle) are reported as skipped: the caller abstains on what depends on them.
+    in :data:`MAX_PASSES` passes. The cells left to IronCalc (for time, because they did not
+    settle, or because the call reads a LET or LAMBDA name, which means nothing outside the
+    formula) are reported as skipped: the caller abstains on what depends on them.
     """
     originals: dict[Cell, str] = {}
     functions: dict[Cell, str] = {}  # the bridged function of each cell found
@@ -160,7 +161,7 @@ def bridge_functions(model: Any, array_cells: set[Cell] = frozenset(), only_miss
             call = _innermost(cell, formula, cell in array_cells)
             if call is not None:
                 functions[cell] = call.function
-                if not only_missing or _holds_missing(formula):
+                if (not only_missing or _holds_missing(formula)) and not _reads_local_names(call):
                     originals[cell] = formula
     skipped = {cell: function for cell, function in functions.items() if cell not in originals}
     if not originals:
@@ -303,6 +304,37 @@ def _innermost(cell: Cell, formula: str, in_array_formula: bool,
         elif stack:
             stack[-1][2][-1].append(token)
     return None
+
+
+def _reads_local_names(call: _Call) -> bool:
+    """Whether the call's arguments use a name bound by LET or LAMBDA: the bridge evaluates
+    arguments in the cell's context, where such a name means nothing."""
+    bound = _local_names(call.tokens)
+    return bool(bound) and any(token.type == Token.OPERAND and token.subtype == Token.RANGE
+                               and token.value.upper().removeprefix("_XLPM.") in bound
+                               for token in call.tokens[call.start : call.end + 1])
+
+
+def _local_names(tokens: list[Token]) -> set[str]:
+    """Names the formula's LET and LAMBDA calls bind: LET's arguments 1, 3, 5, ... before its
+    last, and every LAMBDA argument before its last."""
+    bound: set[str] = set()
+    stack: list[tuple[str, list[list[Token]]]] = []
+    for token in tokens:
+        if token.subtype == Token.OPEN and token.type in (Token.FUNC, Token.PAREN, Token.ARRAY):
+            stack.append((token.value[:-1].upper().removeprefix("_XLFN.") if token.type == Token.FUNC else "", [[]]))
+        elif token.subtype == Token.CLOSE and stack:
+            name, args = stack.pop()
+            binders = args[:-1:2] if name == "LET" else args[:-1] if name == "LAMBDA" else []
+            bound.update(arg[0].value.upper().removeprefix("_XLPM.") for arg in binders
+                         if len(arg) == 1 and arg[0].type == Token.OPERAND)
+            if stack:
+                stack[-1][1][-1].append(token)
+        elif token.type == Token.SEP and token.subtype == Token.ARG and stack:
+            stack[-1][1].append([])
+        elif stack and token.type != Token.WSPACE:
+            stack[-1][1][-1].append(token)
+    return bound
 
 
 class _Scratch:

@@ -219,3 +219,17 @@ def test_cells_the_bridge_had_to_leave_to_ironcalc_are_abstentions(workbook, mon
     assert [values[c].reason for c in cells[:2]] == ["unsupported-function"] * 2
     assert "COUNTIF" in values[cells[1]].detail
     assert values[cells[2]] == 3
+
+
+def test_a_bridged_call_that_reads_let_names_is_an_abstention_not_name_error(workbook):
+    from openpyxl.worksheet.formula import ArrayFormula
+
+    # A1:A3 = a, b, a. B1 binds x to A1:A3 and needs the bridge for COUNTIF(x, x): outside
+    # the LET, x means nothing, so the bridge cannot evaluate it (it used to give #NAME?).
+    # C1's bridged call reads no LET name: SUM(COUNTIF(A1:A3, A1:A3)) + y = (2 + 1 + 2) + 1 = 6.
+    path = workbook({"A1": "a", "A2": "b", "A3": "a",
+                     "B1": ArrayFormula("B1", "=_xlfn.LET(_xlpm.x,A1:A3,SUM(COUNTIF(_xlpm.x,_xlpm.x)))"),
+                     "C1": ArrayFormula("C1", "=_xlfn.LET(_xlpm.y,1,SUM(COUNTIF(A1:A3,A1:A3))+_xlpm.y)")})
+    values = IronCalcEngine().evaluate(path, [ref("B1"), ref("C1")]).cells
+    assert values[ref("B1")].reason == "unsupported-function" and "COUNTIF" in values[ref("B1")].detail
+    assert values[ref("C1")] == 6
