@@ -97,3 +97,16 @@ def read_cells(path: Path, cells: Sequence[CellRef], data_only: bool) -> tuple[l
         return names, found
     finally:
         book.close()
+
+
+def read_area(path: Path, sheet: str, min_row: int, min_col: int, max_row: int, max_col: int) -> list[list[object]]:
+    """The cached values of a block of one sheet, rows from ``min_row``, cut at the sheet's
+    used range; Excel error codes become :class:`ExcelError`."""
+    book = openpyxl.load_workbook(path, data_only=True, read_only=True)
+    try:
+        ws = book[sheet]
+        max_row, max_col = min(max_row, ws.max_row or max_row), min(max_col, ws.max_column or max_col)
+        rows = ws.iter_rows(min_row=min_row, max_row=max_row, min_col=min_col, max_col=max_col, values_only=True)
+        return [[ExcelError(v) if isinstance(v, str) and v in EXCEL_ERROR_CODES else v for v in row] for row in rows]
+    finally:
+        book.close()

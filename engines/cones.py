@@ -34,7 +34,7 @@ from openpyxl.formula.tokenizer import Token, Tokenizer
 from openpyxl.utils.cell import range_boundaries
 
 from engines.base import CannotEvaluate, WorkbookValues
-from engines.sheets import formula_text, load_formula_book, resolve_sheet
+from engines.sheets import HiddenRows, formula_text, hidden_rows, load_formula_book, resolve_sheet
 from engines.tables import TablePart, resolve_structured, table_parts
 
 VOLATILE_FUNCTIONS = frozenset({"TODAY", "NOW", "RAND", "RANDBETWEEN", "RANDARRAY"})
@@ -94,6 +94,7 @@ class FormulaGraph:
                     if text is not None:
                         self.formulas[(ws.title, cell.row, cell.column)] = text
         self.tables: dict[str, TablePart] = table_parts(book)
+        self.hidden_rows: dict[str, HiddenRows] = hidden_rows(book)
         self.names = _defined_names(book)
         self._rows_by_column: dict[tuple[str, int], list[int]] = defaultdict(list)
         for sheet, row, column in sorted(self.formulas):

@@ -8,8 +8,9 @@ has. A formula gnumeric cannot parse (structured references) is written back as
 ``_xlfngnumeric.ERROR(...)``: an abstention too (``parse-error``). Unlike IronCalc and
 LibreOffice, gnumeric does not mark unknown functions in the formula text, so an
 ``IFERROR`` around one goes unnoticed. gnumeric gives ``#NUM!`` for SUBTOTAL 101-111 (the
-functions skipping hidden rows): a graded cell that calls them, or is an error and has
-them in its dependency cone, abstains too. ``INDEX`` over a one-row range gives ``#REF!``
+functions skipping hidden rows) and counts the rows a filter hides in 1-11: a graded
+``=SUBTOTAL(n, ref, ...)`` is computed by regrade from gnumeric's values of its
+references, and another cell whose value depends on such a SUBTOTAL abstains. ``INDEX`` over a one-row range gives ``#REF!``
 in gnumeric where Excel gives a value (DESIGN §3): a known infidelity, left for the
 consensus to outvote.
 """
@@ -22,12 +23,13 @@ from pathlib import Path
 from typing import Sequence
 
 from engines.base import CannotEvaluate, CellRef, ExcelError, WorkbookFailure, WorkbookValues
-from engines.cached import CachedEngine
-from engines.cones import abstain_on_external_links, load_graph
+from engines.cached import CachedEngine, read_area
+from engines.cones import Area, abstain_on_external_links, load_graph
 from engines.isolation import DEFAULT_TIMEOUT_S
+from engines.readings import number_value
 from engines.screening import refusal
-from engines.sheets import resolve_sheet
-from engines.subtotals import SKIPPING_HIDDEN, skips_hidden_rows
+from engines.sheets import mentions, resolve_sheet
+from engines.subtotals import computed_subtotal, meets_a_filter, skips_hidden_rows
 from engines.tools import version_output
 
 
@@ -76,27 +78,37 @@ class GnumericEngine:
                 detail = (run.stderr.strip().splitlines() or ["no output"])[-1]
                 return WorkbookValues(failure=WorkbookFailure("load-failed", f"gnumeric cannot convert it: {detail}"))
             values = CachedEngine().evaluate(recalculated, cells)
-        if values.failure is not None:
-            return WorkbookValues(failure=WorkbookFailure("load-failed", values.failure.detail))
-        for ref, value in values.cells.items():
-            if value == ExcelError("#NAME?"):
-                values.cells[ref] = CannotEvaluate("unsupported-function", "gnumeric gives #NAME? (an unknown function or name)")
-            elif "_xlfngnumeric.ERROR(" in values.formulas.get(ref, ""):
-                values.cells[ref] = CannotEvaluate("parse-error", "gnumeric could not parse the formula")
-        _abstain_on_subtotal_skipping_hidden(path, values)
+            if values.failure is not None:
+                return WorkbookValues(failure=WorkbookFailure("load-failed", values.failure.detail))
+            for ref, value in values.cells.items():
+                if value == ExcelError("#NAME?"):
+                    values.cells[ref] = CannotEvaluate("unsupported-function", "gnumeric gives #NAME? (an unknown function or name)")
+                elif "_xlfngnumeric.ERROR(" in values.formulas.get(ref, ""):
+                    values.cells[ref] = CannotEvaluate("parse-error", "gnumeric could not parse the formula")
+            _mend_subtotals(path, recalculated, values)
         return abstain_on_external_links(path, values)
 
 
-def _abstain_on_subtotal_skipping_hidden(path: Path, values: WorkbookValues) -> None:
-    """gnumeric answers #NUM! for SUBTOTAL(101..111, ...): the cells it reaches abstain."""
-    suspects = [ref for ref, formula in values.formulas.items()
-                if isinstance(values.cells.get(ref), ExcelError) or SKIPPING_HIDDEN.search(formula)]
-    if not suspects:
+def _mend_subtotals(path: Path, recalculated: Path, values: WorkbookValues) -> None:
+    """gnumeric answers #NUM! for SUBTOTAL(101..111, ...) and counts the rows a filter hides
+    in 1-11: a graded cell whose value depends on either is computed by regrade when it is
+    such a SUBTOTAL itself, and abstains otherwise (:mod:`engines.subtotals`)."""
+    if not values.formulas or not mentions(path, (b"SUBTOTAL(",)):
         return
     graph = load_graph(path)
     if graph is None:
         return
-    for ref in suspects:
+
+    def read(area: Area) -> list[list[object]]:
+        return read_area(recalculated, area.sheet, area.min_row, area.min_col, area.max_row, area.max_col)
+
+    for ref in values.formulas:
         sheet = resolve_sheet(ref.sheet, graph.sheets)
-        if sheet is not None and skips_hidden_rows(graph, (sheet, ref.row, ref.column)):
-            values.cells[ref] = CannotEvaluate("unsupported-function", "gnumeric lacks SUBTOTAL 101-111 (it gives #NUM!)")
+        cell = (sheet, ref.row, ref.column)
+        if sheet is None or not (skips_hidden_rows(graph, cell) or meets_a_filter(graph, cell)):
+            continue
+        computed = computed_subtotal(graph, cell, read)
+        if isinstance(computed, float):
+            computed = number_value(computed, values.number_formats.get(ref))
+        values.cells[ref] = computed if computed is not None else CannotEvaluate(
+            "unsupported-function", "gnumeric gets SUBTOTAL wrong here (#NUM! for 101-111; it counts filtered rows)")

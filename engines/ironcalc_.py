@@ -25,12 +25,13 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from engines.base import CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues
-from engines.cones import FormulaGraph, abstain_on_external_links, load_graph
+from engines.cones import Area, FormulaGraph, abstain_on_external_links, load_graph
 from engines.ironcalc_bridge import Cell, bridge_functions
 from engines.ironcalc_rewrites import last_row_readers, rewrite_criteria_calls
 from engines.readings import number_value, unknown_functions
 from engines.screening import refusal
-from engines.sheets import array_formula_cells, resolve_sheet
+from engines.sheets import array_formula_cells, mentions, resolve_sheet
+from engines.subtotals import computed_subtotal, meets_a_filter
 from engines.tables import structured_rewrites
 from engines.tools import PythonPackageEngine
 
@@ -67,6 +68,7 @@ class IronCalcEngine(PythonPackageEngine):
         skipped = {(names[sheet], row, column): function for (sheet, row, column), function in bridged.skipped.items()}
         graph = functools.cache(lambda: load_graph(path))
         workbook_unknown = functools.cache(lambda: _workbook_unknown_functions(model))
+        filtered = len(mentions(path, (b"SUBTOTAL(", b"filterColumn"))) == 2  # a quick look before the graph
         result = WorkbookValues(sheet_names=names)
         for ref in cells:
             sheet = resolve_sheet(ref.sheet, names)
@@ -89,8 +91,30 @@ class IronCalcEngine(PythonPackageEngine):
                 elif isinstance(value, ExcelError) and (reached := _unknown_in_cone(graph, workbook_unknown(), cell)):
                     value = CannotEvaluate("unsupported-function",
                                            f"{value.code} from a formula that calls {', '.join(reached)}, which IronCalc lacks")
+                elif filtered and graph() is not None and meets_a_filter(graph(), cell):
+                    value = _filtered_subtotal(model, names, graph(), cell)
             result.cells[ref] = value
         return abstain_on_external_links(path, result)
+
+
+def _filtered_subtotal(model: Any, names: list[str], graph: FormulaGraph, cell: tuple[str, int, int]) -> CellResult:
+    """IronCalc counts the rows a filter hides in SUBTOTAL 1-11: regrade computes a graded
+    ``=SUBTOTAL(n, ref, ...)`` from IronCalc's values of its references; a cell that
+    depends on one abstains (:mod:`engines.subtotals`)."""
+
+    def read(area: Area) -> list[list[object]]:
+        index = names.index(area.sheet)
+        _, last_row, _, last_column = model.get_sheet_dimensions(index)
+        return [[_read_value(model, index, row, column) for column in range(area.min_col, min(area.max_col, last_column) + 1)]
+                for row in range(area.min_row, min(area.max_row, last_row) + 1)]
+
+    computed = computed_subtotal(graph, cell, read)
+    if computed is None:
+        return CannotEvaluate("unsupported-function", "IronCalc's SUBTOTAL counts the rows a filter hides")
+    if isinstance(computed, float):
+        _, row, column = cell
+        return number_value(computed, model.get_cell_style(names.index(cell[0]), row, column).get("num_fmt"))
+    return computed
 
 
 def _work_around_defects(model: Any, names: list[str], path: Path) -> dict[tuple[int, int, int], str]:

@@ -6,10 +6,10 @@ forces ``recalculate()`` and evaluates again, so every value comes from computat
 Functions pycel lacks raise ``UnknownFunction``: that cell, and every cell that
 depends on it, abstains (``unsupported-function``); so does ``#NAME?`` (with openpyxl
 3.1, pycel cannot read defined names). Errors come back as text
-(``"#N/A"``) and are read as Excel errors. pycel's SUBTOTAL counts hidden rows and
-nested subtotals: a cell whose cone calls SUBTOTAL 101-111 in a workbook with hidden
-rows, or a SUBTOTAL that reads another SUBTOTAL or AGGREGATE, abstains
-(:mod:`engines.subtotals`).
+(``"#N/A"``) and are read as Excel errors. pycel's SUBTOTAL counts hidden and filtered
+rows and nested subtotals: a graded ``=SUBTOTAL(n, ref, ...)`` whose value depends on that
+is computed by regrade from pycel's values of its references, and another cell that
+depends on such a SUBTOTAL abstains (:mod:`engines.subtotals`).
 """
 
 from __future__ import annotations
@@ -18,13 +18,15 @@ import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
+from openpyxl.utils import get_column_letter
+
 from engines.base import (
     EXCEL_ERROR_CODES, CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues,
 )
-from engines.cones import FormulaGraph, abstain_on_external_links
+from engines.cones import Area, FormulaGraph, abstain_on_external_links
 from engines.screening import refusal
 from engines.sheets import resolve_sheet
-from engines.subtotals import counts_nested_subtotals, skips_hidden_rows
+from engines.subtotals import computed_subtotal, counts_nested_subtotals, meets_a_filter, skips_hidden_rows
 from engines.tools import PythonPackageEngine
 
 
@@ -71,21 +73,40 @@ class PycelEngine(PythonPackageEngine):
                 result.cells[ref] = CannotEvaluate("engine-error", "pycel could not recalculate the workbook")
                 continue
             result.cells[ref] = _attempt(compiler, address)
-        _abstain_on_subtotal_subtleties(book, result)
+        _mend_subtotals(compiler, result)
         return abstain_on_external_links(path, result)
 
 
-def _abstain_on_subtotal_subtleties(book: Any, result: WorkbookValues) -> None:
+def _mend_subtotals(compiler: Any, result: WorkbookValues) -> None:
+    """pycel's SUBTOTAL counts hidden and filtered rows and nested subtotals: a graded cell
+    whose value depends on that is computed by regrade when it is such a SUBTOTAL itself,
+    and abstains otherwise (:mod:`engines.subtotals`)."""
+    book = compiler.excel.workbook
     graph = FormulaGraph(book)
     if not any("SUBTOTAL(" in text.upper() for text in graph.formulas.values()):
         return
-    hidden = any(dimension.hidden for ws in book.worksheets for dimension in ws.row_dimensions.values())
+
+    def read(area: Area) -> list[list[object]]:
+        sheet = book[area.sheet]
+        max_row, max_col = min(area.max_row, sheet.max_row), min(area.max_col, sheet.max_column)
+        block = f"{get_column_letter(area.min_col)}{area.min_row}:{get_column_letter(max_col)}{max_row}"
+        values = compiler.evaluate(f"'{area.sheet.replace(chr(39), chr(39) * 2)}'!{block}")
+        if not isinstance(values, tuple):
+            values = ((values,),)
+        elif values and not isinstance(values[0], tuple):  # pycel flattens one row or one column
+            values = (values,) if area.min_row == max_row else tuple((v,) for v in values)
+        return [[_as_result(v) for v in row] for row in values]
+
+    hidden = any(rows.hidden for rows in graph.hidden_rows.values())
     for ref in result.formulas:
         cell = (resolve_sheet(ref.sheet, graph.sheets), ref.row, ref.column)
-        if hidden and skips_hidden_rows(graph, cell):
-            result.cells[ref] = CannotEvaluate("unsupported-function", "pycel's SUBTOTAL 101-111 counts hidden rows")
-        elif counts_nested_subtotals(graph, cell):
-            result.cells[ref] = CannotEvaluate("unsupported-function", "pycel's SUBTOTAL counts nested SUBTOTAL and AGGREGATE")
+        if (hidden and skips_hidden_rows(graph, cell)) or meets_a_filter(graph, cell) or counts_nested_subtotals(graph, cell):
+            try:
+                computed = computed_subtotal(graph, cell, read)
+            except Exception:  # pycel fails on some blocks: the cell abstains
+                computed = None
+            result.cells[ref] = computed if computed is not None else CannotEvaluate(
+                "unsupported-function", "pycel's SUBTOTAL counts hidden or filtered rows and nested subtotals")
 
 
 def _attempt(compiler: Any, address: str) -> CellResult:
@@ -99,10 +120,15 @@ def _attempt(compiler: Any, address: str) -> CellResult:
         return CannotEvaluate(reason, f"pycel: {last}")
     if value == "#NAME?":  # an unknown name or function (defined names fail with openpyxl 3.1)
         return CannotEvaluate("unsupported-function", "pycel gives #NAME? (an unknown function or name)")
+    if isinstance(value, tuple):  # a range: pycel gives rows of values; the cell is the first
+        value = value[0][0] if value and value[0] else None
+    return _as_result(value)
+
+
+def _as_result(value: Any) -> CellResult:
+    """One value as pycel gives it: errors as text, numpy scalars, "" for empty."""
     if isinstance(value, str) and value in EXCEL_ERROR_CODES:
         return ExcelError(value)
     if hasattr(value, "item") and not isinstance(value, str):
         value = value.item()
-    if isinstance(value, tuple):  # a range: pycel gives rows of values; the cell is the first
-        value = value[0][0] if value and value[0] else None
     return value if value != "" else None

@@ -1,5 +1,6 @@
 """Matching a requested sheet name to a workbook's sheets; which cells hold formulas and
-array formulas; the formula openpyxl read into a cell."""
+array formulas; the formula openpyxl read into a cell; which rows are hidden, and which of
+those a filter hides."""
 
 from __future__ import annotations
 
@@ -7,10 +8,11 @@ import html
 import re
 import warnings
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import openpyxl
-from openpyxl.utils.cell import column_index_from_string
+from openpyxl.utils.cell import column_index_from_string, range_boundaries
 
 MAX_SHEET_BYTES = 64 * 1024 * 1024
 _ARRAY_CELL = re.compile(r'<c r="([A-Z]{1,3})(\d+)"[^>]*>\s*<f\b(?=[^>]*\bt="array")(?:[^>]*\bref="([A-Z0-9:]+)")?')
@@ -113,3 +115,53 @@ def load_formula_book(path: Path) -> openpyxl.Workbook:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return openpyxl.load_workbook(path, data_only=False)
+
+
+@dataclass(frozen=True)
+class HiddenRows:
+    """A sheet's hidden rows, and those of them a filter hides (SUBTOTAL skips the latter
+    whatever its function number, the others only for 101-111)."""
+
+    hidden: frozenset[int] = frozenset()
+    filtered: frozenset[int] = frozenset()
+
+
+def hidden_rows(book: openpyxl.Workbook) -> dict[str, HiddenRows]:
+    """{sheet name: its hidden rows} for the sheets that hide any. A hidden row counts as
+    filtered when it lies under the header of an AutoFilter (the sheet's, or a table's)
+    that has a criterion: the file keeps no other trace of why a row is hidden."""
+    found = {}
+    for ws in book.worksheets:
+        hidden = frozenset(row for row, dimension in ws.row_dimensions.items() if dimension.hidden)
+        if not hidden:
+            continue
+        filters = [ws.auto_filter, *(table.autoFilter for table in ws.tables.values() if table.autoFilter is not None)]
+        filtered = set()
+        for autofilter in filters:
+            if autofilter.ref and autofilter.filterColumn:
+                try:
+                    _, first, _, last = range_boundaries(autofilter.ref)
+                except (ValueError, TypeError):
+                    continue
+                filtered |= {row for row in hidden if first < row <= last}
+        found[ws.title] = HiddenRows(hidden, frozenset(filtered))
+    return found
+
+
+def mentions(path: Path, needles: tuple[bytes, ...]) -> set[bytes]:
+    """Which of ``needles`` (case-insensitive) some sheet or table part of the file holds: a
+    quick look before a full read. Never raises; an unreadable file holds none, a part
+    over ``MAX_SHEET_BYTES`` all."""
+    wanted, found = {n.lower(): n for n in needles}, set()
+    try:
+        with zipfile.ZipFile(path) as archive:
+            for info in archive.infolist():
+                if not info.filename.startswith(("xl/worksheets/", "xl/tables/")):
+                    continue
+                if info.file_size > MAX_SHEET_BYTES:
+                    return set(needles)
+                text = archive.read(info).lower()
+                found |= {needle for lowered, needle in wanted.items() if lowered in text}
+    except Exception:  # a broken archive: the engines report it
+        return set()
+    return found

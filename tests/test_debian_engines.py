@@ -120,15 +120,69 @@ def subtotals(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["gnumeric", "pycel"])
-def test_subtotals_an_engine_gets_wrong_are_abstentions(name, subtotals):
+def test_subtotals_an_engine_gets_wrong_are_computed_by_regrade_or_abstentions(name, subtotals):
     require_engines(name)
     cells = [CellRef("Sheet", r, c) for r, c in ((1, 2), (2, 2), (3, 2), (2, 3))]
     values = open_engine(name).evaluate(subtotals, cells).cells
     assert values[cells[0]] == 10  # SUBTOTAL 9 counts the hidden row: 1 + 2 + 3 + 4
-    # SUBTOTAL 109 (Excel: 1 + 2 + 3 = 6) and the cell that doubles it: gnumeric gives #NUM!, pycel 10 and 20
-    assert [values[c].reason for c in cells[1:3]] == ["unsupported-function"] * 2
-    nested = values[cells[3]]  # Excel skips the SUBTOTAL in D3: 1 + 2 + 4 = 7, which gnumeric gets; pycel counts it
-    assert nested == 7 if name == "gnumeric" else nested.reason == "unsupported-function"
+    # SUBTOTAL 109 skips it: 1 + 2 + 3 = 6 (gnumeric gives #NUM!, pycel 10); regrade computes
+    # it from the engine's values of A1:A4. B3 = B2 * 2 is the engine's own arithmetic on its
+    # wrong B2: an abstention.
+    assert values[cells[1]] == 6
+    assert values[cells[2]].reason == "unsupported-function"
+    assert values[cells[3]] == 7  # Excel skips the SUBTOTAL in D3: 1 + 2 + 4 (pycel alone counts it)
+
+
+@pytest.fixture
+def filtered(tmp_path):
+    """Rows 2-5 (a 1, b 2, a 4, b 8) under a filter showing "a" (rows 3 and 5 hidden by it);
+    row 7 (16) hidden by hand, B8 = 32, B9 a SUBTOTAL over B7:B8."""
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.title = "S"
+    sheet["A1"], sheet["B1"] = "k", "v"
+    for row, (key, value) in enumerate([("a", 1), ("b", 2), ("a", 4), ("b", 8)], start=2):
+        sheet.cell(row, 1, key)
+        sheet.cell(row, 2, value)
+    sheet.auto_filter.ref = "A1:B5"
+    sheet.auto_filter.add_filter_column(0, ["a"])
+    sheet.row_dimensions[3].hidden = sheet.row_dimensions[5].hidden = True
+    sheet["B7"], sheet["B8"], sheet["B9"] = 16, 32, "=SUBTOTAL(9,B7:B8)"
+    sheet.row_dimensions[7].hidden = True
+    formulas = ["=SUBTOTAL(9,B2:B5)", "=SUBTOTAL(109,B2:B5)", "=SUBTOTAL(2,B2:B5)", "=SUBTOTAL(109,B7:B9)",
+                "=SUBTOTAL(9,B7:B9)", "=SUBTOTAL(104,B2:B8)", "=D1+1"]
+    for row, formula in enumerate(formulas, start=1):
+        sheet.cell(row, 4, formula)
+    path = tmp_path / "filtered.xlsx"
+    book.save(path)
+    return path
+
+
+# Every SUBTOTAL skips the rows a filter hides, whatever its number; only 101-111 skip rows
+# hidden by hand; none counts a nested SUBTOTAL (B9).
+FILTERED = [1 + 4,  # D1: rows 3 and 5 are filtered out
+            1 + 4,  # D2
+            2,  # D3: COUNT of the two rows left
+            32,  # D4: B7's row is hidden, B9 is nested
+            16 + 32,  # D5: SUBTOTAL 9 counts the row hidden by hand, not the nested B9
+            32,  # D6: MAX of 1, 4, 32 (rows 3, 5 filtered, 7 hidden, B1 text)
+            1 + 4 + 1]  # D7 = D1 + 1
+
+
+@pytest.mark.parametrize("name", ["ironcalc", "libreoffice", "gnumeric", "pycel"])
+def test_subtotals_skip_the_rows_a_filter_hides(name, filtered):
+    require_engines(name)
+    cells = [CellRef("S", row, 4) for row in range(1, 8)]
+    engine = open_engine(name)
+    values = [engine.evaluate(filtered, cells).cells[c] for c in cells]
+    getattr(engine, "close", lambda: None)()
+    assert values[:6] == FILTERED[:6]
+    if name == "libreoffice":  # LibreOffice skips filtered rows itself
+        assert values[6] == FILTERED[6]
+    else:  # the engine's own D1 counts the filtered rows: D7 = D1 + 1 is an abstention
+        assert values[6].reason == "unsupported-function"
 
 
 def private_profiles(folder) -> list:
@@ -165,3 +219,24 @@ def test_the_libreoffice_helper_removes_its_profile_when_regrade_vanishes(tmp_pa
     while private_profiles(tmp_path) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert private_profiles(tmp_path) == []
+
+
+@pytest.mark.parametrize("name", ["gnumeric", "pycel"])
+def test_a_subtotal_regrade_computes_reads_dates_as_serial_numbers(name, tmp_path):
+    import datetime
+
+    import openpyxl
+
+    require_engines(name)
+    book = openpyxl.Workbook()
+    sheet = book.active
+    for row, day in enumerate([datetime.date(2024, 1, 1), datetime.date(2024, 1, 5), datetime.date(2024, 2, 1)], start=1):
+        sheet.cell(row, 1, day)
+    sheet.row_dimensions[3].hidden = True
+    sheet["B1"] = "=SUBTOTAL(104,A1:A3)"
+    sheet["B1"].number_format = "yyyy-mm-dd"
+    path = tmp_path / "dates.xlsx"
+    book.save(path)
+    value = open_engine(name).evaluate(path, [CellRef("Sheet", 1, 2)]).cells[CellRef("Sheet", 1, 2)]
+    # the latest visible date is 2024-01-05, serial 45296 (2024-01-01 is 45292); pycel gives serials
+    assert value == (datetime.datetime(2024, 1, 5) if name == "gnumeric" else 45296)
