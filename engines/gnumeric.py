@@ -10,9 +10,11 @@ LibreOffice, gnumeric does not mark unknown functions in the formula text, so an
 ``IFERROR`` around one goes unnoticed. gnumeric gives ``#NUM!`` for SUBTOTAL 101-111 (the
 functions skipping hidden rows) and counts the rows a filter hides in 1-11: a graded
 ``=SUBTOTAL(n, ref, ...)`` is computed by regrade from gnumeric's values of its
-references, and another cell whose value depends on such a SUBTOTAL abstains. ``INDEX`` over a one-row range gives ``#REF!``
-in gnumeric where Excel gives a value (DESIGN §3): a known infidelity, left for the
-consensus to outvote.
+references, and another cell whose value depends on such a SUBTOTAL abstains. Standing
+for a grader's recalculation (``mends=False``: ``--shallow gnumeric``, the
+``gnumeric-recalc`` grader), gnumeric keeps its own SUBTOTALs, as that grader sees them.
+``INDEX`` over a one-row range gives ``#REF!`` in gnumeric where Excel gives a value
+(DESIGN §3): a known infidelity, left for the consensus to outvote.
 """
 
 from __future__ import annotations
@@ -48,8 +50,9 @@ class GnumericEngine:
     # (regrade conformance): it reproduces gnumeric-based graders, it does not vote by default
     in_default_consensus = False
 
-    def __init__(self, timeout_s: float = DEFAULT_TIMEOUT_S):
+    def __init__(self, timeout_s: float = DEFAULT_TIMEOUT_S, mends: bool = True):
         self.timeout_s = timeout_s
+        self.mends = mends  # off when gnumeric stands for a grader's recalculation: it keeps its defects
 
     def version(self) -> str:
         return _ssconvert_version() or "not installed"
@@ -85,14 +88,16 @@ class GnumericEngine:
                     values.cells[ref] = CannotEvaluate("unsupported-function", "gnumeric gives #NAME? (an unknown function or name)")
                 elif "_xlfngnumeric.ERROR(" in values.formulas.get(ref, ""):
                     values.cells[ref] = CannotEvaluate("parse-error", "gnumeric could not parse the formula")
-            _mend_subtotals(path, recalculated, values)
+            _mend_subtotals(path, recalculated, values, compute=self.mends)
         return abstain_on_external_links(path, values)
 
 
-def _mend_subtotals(path: Path, recalculated: Path, values: WorkbookValues) -> None:
+def _mend_subtotals(path: Path, recalculated: Path, values: WorkbookValues, compute: bool) -> None:
     """gnumeric answers #NUM! for SUBTOTAL(101..111, ...) and counts the rows a filter hides
-    in 1-11: a graded cell whose value depends on either is computed by regrade when it is
-    such a SUBTOTAL itself, and abstains otherwise (:mod:`engines.subtotals`)."""
+    in 1-11. With ``compute``, a graded cell whose value depends on either is computed by
+    regrade when it is such a SUBTOTAL itself, and abstains otherwise (:mod:`engines.subtotals`).
+    Without it (gnumeric standing for a grader's recalculation), cells that depend on 101-111
+    abstain, as that grader cannot compute them, and filtered rows stay counted, as it counts them."""
     if not values.formulas or not mentions(path, (b"SUBTOTAL(",)):
         return
     graph = load_graph(path)
@@ -105,7 +110,13 @@ def _mend_subtotals(path: Path, recalculated: Path, values: WorkbookValues) -> N
     for ref in values.formulas:
         sheet = resolve_sheet(ref.sheet, graph.sheets)
         cell = (sheet, ref.row, ref.column)
-        if sheet is None or not (skips_hidden_rows(graph, cell) or meets_a_filter(graph, cell)):
+        if sheet is None:
+            continue
+        if not compute:
+            if skips_hidden_rows(graph, cell):
+                values.cells[ref] = CannotEvaluate("unsupported-function", "gnumeric lacks SUBTOTAL 101-111 (it gives #NUM!)")
+            continue
+        if not (skips_hidden_rows(graph, cell) or meets_a_filter(graph, cell)):
             continue
         computed = computed_subtotal(graph, cell, read)
         if isinstance(computed, float):

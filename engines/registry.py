@@ -31,14 +31,20 @@ def get_engine(name: str) -> Engine:
         raise ValueError(f"unknown engine {name!r}; choose one of: {', '.join(ENGINES)}") from None
 
 
-def open_engine(name: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> Engine:
-    """The engine with its time limit, in a worker process unless it isolates itself."""
+def open_engine(name: str, timeout_s: float = DEFAULT_TIMEOUT_S, as_grader: bool = False) -> Engine:
+    """The engine with its time limit, in a worker process unless it isolates itself.
+
+    ``as_grader``: the engine is a value-only grader's recalculation, so it must keep that
+    grader's blind spots; regrade's mending of them (gnumeric's SUBTOTAL) stays off.
+    """
     factory = ENGINES.get(name)
     if factory is None:
         raise ValueError(f"unknown engine {name!r}; choose one of: {', '.join(ENGINES)}")
     if getattr(factory, "isolates_itself", False):
         return factory(timeout_s=timeout_s)  # type: ignore[call-arg]
     engine = factory()
+    if as_grader and hasattr(engine, "mends"):
+        engine.mends = False  # type: ignore[attr-defined]
     if hasattr(engine, "timeout_s"):
         engine.timeout_s = timeout_s  # type: ignore[attr-defined]
     return IsolatedEngine(engine, timeout_s=timeout_s)

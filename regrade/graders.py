@@ -74,7 +74,7 @@ class ValueGrader:
     def passes(self, output: Path, answer: Path, position: str, answer_sheet: str | None = None) -> bool:
         if self._engine is None:
             self._engine = (CachedEngine(read_formulas=False) if self.values == "cached"
-                            else open_engine(self.values, self.timeout_s))
+                            else open_engine(self.values, self.timeout_s, as_grader=True))
         stored = CachedEngine(read_formulas=False)
         graded = grade_case(_case(output, answer, position, answer_sheet), get_policy(self.policy), self._engine, stored)
         if self._engine.full and graded.passed is None:

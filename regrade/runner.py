@@ -200,7 +200,7 @@ _WORKER: dict = {}
 def _open_worker_engines(settings: RescoreSettings) -> None:
     """Each worker opens its engines once; every workbook still runs under their limits."""
     _WORKER["policy"] = get_policy(settings.policy)
-    _WORKER["shallow"] = open_engine(settings.shallow, settings.timeout_s)
+    _WORKER["shallow"] = open_engine(settings.shallow, settings.timeout_s, as_grader=True)
     _WORKER["fulls"] = [open_engine(name, settings.timeout_s) for name in settings.engines]
 
 

@@ -240,3 +240,15 @@ def test_a_subtotal_regrade_computes_reads_dates_as_serial_numbers(name, tmp_pat
     value = open_engine(name).evaluate(path, [CellRef("Sheet", 1, 2)]).cells[CellRef("Sheet", 1, 2)]
     # the latest visible date is 2024-01-05, serial 45296 (2024-01-01 is 45292); pycel gives serials
     assert value == (datetime.datetime(2024, 1, 5) if name == "gnumeric" else 45296)
+
+
+def test_gnumeric_as_a_graders_recalculation_keeps_its_subtotal_defects(filtered):
+    """A gnumeric-based grader sees gnumeric's own SUBTOTALs: regrade mends them only when
+    gnumeric is a full engine, never when it stands for that grader."""
+    require_engines("gnumeric")
+    cells = [CellRef("S", 1, 4), CellRef("S", 2, 4)]
+    raw = open_engine("gnumeric", as_grader=True).evaluate(filtered, cells).cells
+    assert raw[cells[0]] == 1 + 2 + 4 + 8  # SUBTOTAL 9 counting the filtered rows
+    assert raw[cells[1]].reason == "unsupported-function"  # gnumeric's #NUM! for SUBTOTAL 109: it cannot compute it
+    mended = open_engine("gnumeric").evaluate(filtered, cells).cells
+    assert [mended[c] for c in cells] == FILTERED[:2]
