@@ -102,7 +102,9 @@ def read_cells(path: Path, cells: Sequence[CellRef], data_only: bool) -> tuple[l
 def read_area(path: Path, sheet: str, min_row: int, min_col: int, max_row: int, max_col: int) -> list[list[object]]:
     """The cached values of a block of one sheet, rows from ``min_row``, cut at the sheet's
     used range; Excel error codes become :class:`ExcelError`."""
-    book = openpyxl.load_workbook(path, data_only=True, read_only=True)
+    with warnings.catch_warnings():  # openpyxl warns about what it drops
+        warnings.simplefilter("ignore")
+        book = openpyxl.load_workbook(path, data_only=True, read_only=True)
     try:
         ws = book[sheet]
         max_row, max_col = min(max_row, ws.max_row or max_row), min(max_col, ws.max_column or max_col)

@@ -2,7 +2,9 @@
 
 Its own registry says which functions it implements, so a graded cell whose formula
 calls another one abstains (``unsupported-function``), and so does an erroring cell
-in a workbook that calls one anywhere. Any structured reference makes its loader
+in a workbook that calls one anywhere; a graded ``=SUBTOTAL(n, ref, ...)`` or
+``=AGGREGATE(f, option, ref, ...)``, which it lacks, is computed by regrade from formulas'
+values of the references (:mod:`engines.subtotals`). Any structured reference makes its loader
 reject the whole workbook, so they are first resolved to ranges
 (:mod:`engines.tables`) in a scratch copy; the original file is never written. In the
 same copy, criteria ranges to the sheet's end, where formulas counts nothing, are cut at
@@ -26,16 +28,18 @@ from openpyxl.worksheet.formula import ArrayFormula
 from openpyxl.utils.cell import coordinate_to_tuple, get_column_letter
 
 from engines.base import CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues
-from engines.cones import abstain_on_external_links
+from engines.cones import Area, FormulaGraph, abstain_on_external_links
 from engines.ironcalc_rewrites import last_row_readers, rewrite_criteria_calls
 from engines.screening import refusal
 from engines.sheets import formula_text, load_formula_book, resolve_sheet
+from engines.subtotals import computed_total
 from engines.tables import structured_rewrites
 from engines.tools import PythonPackageEngine
 
 _CALL = re.compile(r"(?<![A-Za-z0-9_.])((?:_xl[a-z]+\.)*[A-Za-z][A-Za-z0-9_.]*)\(", re.IGNORECASE)
 _STRING = re.compile(r'"(?:[^"]|"")*"')
 _SCRATCH_NAME = "book.xlsx"  # the workbook's name inside the scratch folder, free of characters formulas reads
+_TOTALS = re.compile(r"(?<![A-Za-z0-9_.])(?:_xlfn\.)?(?:SUBTOTAL|AGGREGATE)\(", re.IGNORECASE)
 _KEY = re.compile(r"^'?\[[^\]]+\](?P<sheet>.+?)'?!(?P<cell>[A-Z]+[0-9]+)(?::(?P<end>[A-Z]+[0-9]+))?$")
 
 
@@ -105,7 +109,39 @@ class FormulasEngine(PythonPackageEngine):
                     value = CannotEvaluate("unsupported-function",
                                            f"{value.code} while the workbook uses {', '.join(workbook_unknown)}, which formulas lacks")
             result.cells[ref] = value
+        _compute_totals(book, computed, result)
         return abstain_on_external_links(path, result)
+
+
+def _compute_totals(book: openpyxl.Workbook, computed: dict[tuple[str, str], CellResult], result: WorkbookValues) -> None:
+    """formulas lacks SUBTOTAL and AGGREGATE: a graded cell that is one such call over
+    references is computed by regrade from formulas' values of them (:mod:`engines.subtotals`)."""
+    lacking = [ref for ref, value in result.cells.items() if isinstance(value, CannotEvaluate)
+               and value.reason == "unsupported-function" and _TOTALS.search(result.formulas.get(ref, ""))]
+    if not lacking:
+        return
+    graph = FormulaGraph(book)
+
+    def read(area: Area) -> list[list[object]]:
+        sheet = book[area.sheet]
+        return [[_value_of(sheet, computed, row, column) for column in range(area.min_col, min(area.max_col, sheet.max_column) + 1)]
+                for row in range(area.min_row, min(area.max_row, sheet.max_row) + 1)]
+
+    for ref in lacking:
+        total = computed_total(graph, (resolve_sheet(ref.sheet, graph.sheets), ref.row, ref.column), read)
+        if total is not None:
+            result.cells[ref] = total
+
+
+def _value_of(sheet: Any, computed: dict[tuple[str, str], CellResult], row: int, column: int) -> CellResult:
+    """formulas' value of a cell: what it computed, or the constant the file holds."""
+    coordinate = f"{get_column_letter(column)}{row}"
+    if (sheet.title.upper(), coordinate) in computed:
+        return computed[(sheet.title.upper(), coordinate)]
+    content = sheet.cell(row, column).value
+    if formula_text(content) is not None:
+        return CannotEvaluate("not-computed", "formulas gave no value")
+    return content
 
 
 def _prepare(path: Path, book: openpyxl.Workbook, scratch: Path) -> None:

@@ -31,7 +31,7 @@ from engines.isolation import DEFAULT_TIMEOUT_S
 from engines.readings import number_value
 from engines.screening import refusal
 from engines.sheets import mentions, resolve_sheet
-from engines.subtotals import computed_subtotal, meets_a_filter, skips_hidden_rows
+from engines.subtotals import computed_total, meets_a_filter, skips_hidden_rows
 from engines.tools import version_output
 
 
@@ -88,17 +88,18 @@ class GnumericEngine:
                     values.cells[ref] = CannotEvaluate("unsupported-function", "gnumeric gives #NAME? (an unknown function or name)")
                 elif "_xlfngnumeric.ERROR(" in values.formulas.get(ref, ""):
                     values.cells[ref] = CannotEvaluate("parse-error", "gnumeric could not parse the formula")
-            _mend_subtotals(path, recalculated, values, compute=self.mends)
+            _mend_totals(path, recalculated, values, compute=self.mends)
         return abstain_on_external_links(path, values)
 
 
-def _mend_subtotals(path: Path, recalculated: Path, values: WorkbookValues, compute: bool) -> None:
-    """gnumeric answers #NUM! for SUBTOTAL(101..111, ...) and counts the rows a filter hides
-    in 1-11. With ``compute``, a graded cell whose value depends on either is computed by
-    regrade when it is such a SUBTOTAL itself, and abstains otherwise (:mod:`engines.subtotals`).
-    Without it (gnumeric standing for a grader's recalculation), cells that depend on 101-111
-    abstain, as that grader cannot compute them, and filtered rows stay counted, as it counts them."""
-    if not values.formulas or not mentions(path, (b"SUBTOTAL(",)):
+def _mend_totals(path: Path, recalculated: Path, values: WorkbookValues, compute: bool) -> None:
+    """gnumeric lacks AGGREGATE (#NAME?), answers #NUM! for SUBTOTAL(101..111, ...) and
+    counts the rows a filter hides in 1-11. With ``compute``, a graded cell whose value
+    depends on one of these is computed by regrade when it is such a call over references
+    itself, and abstains otherwise (:mod:`engines.subtotals`). Without it (gnumeric standing
+    for a grader's recalculation), cells that depend on 101-111 abstain, as that grader cannot
+    compute them, and filtered rows stay counted, as it counts them."""
+    if not values.formulas or not mentions(path, (b"SUBTOTAL(", b"AGGREGATE(")):
         return
     graph = load_graph(path)
     if graph is None:
@@ -116,10 +117,12 @@ def _mend_subtotals(path: Path, recalculated: Path, values: WorkbookValues, comp
             if skips_hidden_rows(graph, cell):
                 values.cells[ref] = CannotEvaluate("unsupported-function", "gnumeric lacks SUBTOTAL 101-111 (it gives #NUM!)")
             continue
-        if not (skips_hidden_rows(graph, cell) or meets_a_filter(graph, cell)):
+        misses = skips_hidden_rows(graph, cell) or meets_a_filter(graph, cell)
+        if not (misses or isinstance(values.cells.get(ref), CannotEvaluate)):
             continue
-        computed = computed_subtotal(graph, cell, read)
-        if isinstance(computed, float):
-            computed = number_value(computed, values.number_formats.get(ref))
-        values.cells[ref] = computed if computed is not None else CannotEvaluate(
-            "unsupported-function", "gnumeric gets SUBTOTAL wrong here (#NUM! for 101-111; it counts filtered rows)")
+        computed = computed_total(graph, cell, read)
+        if computed is not None:
+            values.cells[ref] = number_value(computed, values.number_formats.get(ref)) if isinstance(computed, float) else computed
+        elif misses:
+            values.cells[ref] = CannotEvaluate(
+                "unsupported-function", "gnumeric gets SUBTOTAL wrong here (#NUM! for 101-111; it counts filtered rows)")

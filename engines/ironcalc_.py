@@ -31,7 +31,7 @@ from engines.ironcalc_rewrites import last_row_readers, rewrite_criteria_calls
 from engines.readings import number_value, unknown_functions
 from engines.screening import refusal
 from engines.sheets import array_formula_cells, mentions, resolve_sheet
-from engines.subtotals import computed_subtotal, meets_a_filter
+from engines.subtotals import computed_total, meets_a_filter
 from engines.tables import structured_rewrites
 from engines.tools import PythonPackageEngine
 
@@ -108,7 +108,7 @@ def _filtered_subtotal(model: Any, names: list[str], graph: FormulaGraph, cell: 
         return [[_read_value(model, index, row, column) for column in range(area.min_col, min(area.max_col, last_column) + 1)]
                 for row in range(area.min_row, min(area.max_row, last_row) + 1)]
 
-    computed = computed_subtotal(graph, cell, read)
+    computed = computed_total(graph, cell, read)
     if computed is None:
         return CannotEvaluate("unsupported-function", "IronCalc's SUBTOTAL counts the rows a filter hides")
     if isinstance(computed, float):

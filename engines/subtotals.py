@@ -1,14 +1,16 @@
-"""SUBTOTAL's subtleties, for the engines that miss them.
+"""SUBTOTAL's subtleties, and AGGREGATE over references, for the engines that miss them.
 
 Every SUBTOTAL skips the rows a filter hides; ``SUBTOTAL(101..111, ...)`` also skips rows
 hidden by hand; and no SUBTOTAL counts a cell that is itself a SUBTOTAL or AGGREGATE.
 gnumeric answers ``#NUM!`` for 101-111; pycel compiles SUBTOTAL to the plain function,
 counting hidden rows and nested subtotals alike; IronCalc and gnumeric count filtered rows
-in 1-11. Such an engine asks here whether a graded cell's value depends on what it
-misses. If so, and the cell is itself ``=SUBTOTAL(n, ref, ...)`` over cells the engine
-computed without SUBTOTAL, regrade computes it from the engine's values of those cells
-(:func:`computed_subtotal`, with :mod:`engines.functions.aggregate`); otherwise the engine
-abstains: never a wrong value.
+in 1-11; formulas lacks SUBTOTAL, and gnumeric, formulas and pycel lack AGGREGATE. Such an
+engine asks here whether a graded cell's value depends on what it misses. If the cell is
+itself one call over references (``=SUBTOTAL(n, ref, ...)``, ``=AGGREGATE(f, option,
+ref, ...)``), regrade computes it from the engine's values of those cells
+(:func:`computed_total`, with :mod:`engines.functions.aggregate`); otherwise the engine
+abstains: never a wrong value. The array form, ``AGGREGATE(14, 6, range/(condition), k)``,
+needs the engine to compute the array: only IronCalc's bridge does that.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ SKIPPING_HIDDEN = re.compile(r"(?<![A-Za-z0-9_.])SUBTOTAL\(\s*1(?:0[1-9]|1[01])\
 _CALLS_SUBTOTAL = re.compile(r"(?<![A-Za-z0-9_.])SUBTOTAL\(", re.IGNORECASE)
 _CALLS_NESTABLE = re.compile(r"(?<![A-Za-z0-9_.])(?:_xlfn\.)?(?:SUBTOTAL|AGGREGATE)\(", re.IGNORECASE)
 _NESTABLE = frozenset({"SUBTOTAL", "AGGREGATE"})
-_NUMBERS = frozenset((*range(1, 12), *range(101, 112)))
+_NUMBERS = frozenset((*range(1, 12), *range(101, 112)))  # SUBTOTAL's
 
 # An engine's values of an area: rows from area.min_row, cells from area.min_col (an area
 # reaching the grid's edge may stop at the sheet's last used row or column).
@@ -56,22 +58,27 @@ def counts_nested_subtotals(graph: FormulaGraph, cell: Cell) -> bool:
     return any(graph.reads_a_call(c, _NESTABLE) for c in calling)
 
 
-def computed_subtotal(graph: FormulaGraph, cell: Cell, read: ReadArea) -> object | None:
-    """Excel's value of ``cell`` when its formula is ``=SUBTOTAL(n, ref, ...)`` (n a number,
-    each ref a plain reference) and no cell it counts depends on a SUBTOTAL, computed from
-    the engine's values of the references; None otherwise, or when the engine could not
-    read one of them (the caller abstains). A number, not a date: the caller formats it."""
-    number = _direct_subtotal(graph.formulas.get(cell, ""))
-    if number is None:
+def computed_total(graph: FormulaGraph, cell: Cell, read: ReadArea) -> object | None:
+    """Excel's value of ``cell`` when its formula is a direct call over references:
+    ``=SUBTOTAL(n, ref, ...)``, ``=AGGREGATE(f, option, ref, ...)`` (f 1-13) or
+    ``=AGGREGATE(f, option, ref, k)`` (f 14-19), every number written out and no counted
+    cell depending on a SUBTOTAL, computed from the engine's values of the references.
+    None otherwise, or when the engine could not read one of them (the caller abstains).
+    A number, not a date: the caller formats it."""
+    call = _direct_call(graph.formulas.get(cell, ""))
+    if call is None:
         return None
+    function, numbers = call
     found = graph.precedents(cell)
-    if found.open or found.external or found.functions != {"SUBTOTAL"}:
+    if found.open or found.external or found.functions != {function}:
         return None
+    subtotal = function == "SUBTOTAL"
     items: list[Item] = []
     computed: list[Cell] = []  # counted formula cells: the engine's values of them must not involve SUBTOTAL
     for area in found.areas:
         rows = graph.hidden_rows.get(area.sheet, HiddenRows())
-        skipped = rows.hidden | rows.filtered if number > 100 else rows.filtered
+        # SUBTOTAL 1-11 skip only filtered rows; AGGREGATE's options say whether hidden rows count
+        skipped = rows.filtered if subtotal and numbers[0] < 100 else rows.hidden | rows.filtered
         for offset, values in enumerate(read(area)):
             row = area.min_row + offset
             for shift, value in enumerate(values):
@@ -87,25 +94,32 @@ def computed_subtotal(graph: FormulaGraph, cell: Cell, read: ReadArea) -> object
                 items.append(Item(value, hidden=row in skipped, nested=nested))
     if computed and any(_CALLS_SUBTOTAL.search(text) for text in graph.formulas_in_cone(computed)):
         return None
-    # option 1 skips nested subtotals and the rows marked hidden: here, those this SUBTOTAL skips
-    return aggregate(number % 100, 1, items)
+    if subtotal:  # option 1: skip nested subtotals and the rows marked hidden (those this SUBTOTAL skips)
+        return aggregate(int(numbers[0]) % 100, 1, items)
+    return aggregate(int(numbers[0]), int(numbers[1]), items, numbers[2] if len(numbers) > 2 else None)
 
 
-def _direct_subtotal(formula: str) -> int | None:
-    """n of a formula that is exactly ``=SUBTOTAL(n, ref, ...)``, or None."""
-    if not _CALLS_SUBTOTAL.search(formula):
+def _direct_call(formula: str) -> tuple[str, list[float]] | None:
+    """("SUBTOTAL" or "AGGREGATE", its numbers) of a formula that is one such call whose
+    arguments are each a number or a reference, in the order the function takes them."""
+    if not _CALLS_NESTABLE.search(formula):
         return None
     try:
         tokens = [t for t in Tokenizer(formula).items if t.type != Token.WSPACE]
     except Exception:
         return None
-    if len(tokens) < 5 or tokens[0].value.upper().removeprefix("_XLFN.") != "SUBTOTAL(" or tokens[-1].value != ")":
+    if len(tokens) < 5 or tokens[0].subtype != Token.OPEN or tokens[-1].value != ")":
         return None
-    number, rest = tokens[1], tokens[2:-1]
-    if number.subtype != Token.NUMBER or not number.value.isdigit() or int(number.value) not in _NUMBERS:
+    function = tokens[0].value[:-1].upper().removeprefix("_XLFN.")
+    args, separators = tokens[1:-1:2], tokens[2:-1:2]
+    if any(t.subtype != Token.ARG for t in separators) or any(t.subtype not in (Token.NUMBER, Token.RANGE) for t in args):
         return None
-    separators, references = rest[0::2], rest[1::2]
-    if len(separators) != len(references) or any(t.subtype != Token.ARG for t in separators) \
-            or any(t.subtype != Token.RANGE for t in references):
-        return None
-    return int(number.value)
+    kinds = "".join("n" if t.subtype == Token.NUMBER else "r" for t in args)
+    numbers = [float(t.value) for t in args if t.subtype == Token.NUMBER]
+    if function == "SUBTOTAL" and re.fullmatch("nr+", kinds) and numbers[0] in _NUMBERS:
+        return function, numbers
+    if function == "AGGREGATE" and 0 <= numbers[1] <= 7 and numbers[1].is_integer() and (
+            (re.fullmatch("nnr+", kinds) and numbers[0] in range(1, 14))
+            or (kinds == "nnrn" and numbers[0] in range(14, 20))):
+        return function, numbers
+    return None

@@ -142,7 +142,7 @@ _RECALCS: dict[str, Any] = {}
 def _audit_task_job(job: tuple[Path, dict, str, str | None]) -> TaskAudit:
     folder, record, grader_name, recalc = job
     grader = _GRADERS.setdefault(grader_name, make_grader(grader_name))  # one per worker process
-    engine = _RECALCS.setdefault(recalc, open_engine(recalc)) if recalc else None
+    engine = _RECALCS.setdefault(recalc, open_engine(recalc, as_grader=True)) if recalc else None
     return audit_task(folder, record, grader, engine)
 
 

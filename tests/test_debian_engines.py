@@ -3,7 +3,7 @@
 
 import pytest
 
-from engines.base import CannotEvaluate, CellRef
+from engines.base import CannotEvaluate, CellRef, ExcelError
 from engines.gnumeric import GnumericEngine
 from engines.libreoffice import LibreOfficeEngine
 from regrade.compare import get_policy
@@ -58,10 +58,12 @@ def test_libreoffice_reports_an_unreadable_file(libreoffice, tmp_path):
 
 def test_gnumeric_recomputes_and_abstains_on_aggregate(split):
     require_engines("gnumeric")
-    engine = GnumericEngine()
-    assert [engine.evaluate(STALE, F).cells[c] for c in F] == [0, 2, 3, 7, 9]
-    aggregate = engine.evaluate(split, [CellRef("S", 1, 2)]).cells[CellRef("S", 1, 2)]
+    grader = GnumericEngine(mends=False)  # gnumeric as a value-only grader's recalculation
+    assert [grader.evaluate(STALE, F).cells[c] for c in F] == [0, 2, 3, 7, 9]
+    aggregate = grader.evaluate(split, [CellRef("S", 1, 2)]).cells[CellRef("S", 1, 2)]
     assert aggregate.reason == "unsupported-function"  # the point: a gnumeric-based grader cannot see it
+    # as a full engine, regrade computes the AGGREGATE over gnumeric's values: 1 + 4
+    assert GnumericEngine().evaluate(split, [CellRef("S", 1, 2)]).cells[CellRef("S", 1, 2)] == 5
 
 
 def test_consensus_surfaces_the_implicit_intersection_split(split):
@@ -74,7 +76,7 @@ def test_consensus_surfaces_the_implicit_intersection_split(split):
     split_cell = agreed.view.cells[CellRef("S", 2, 5)]
     assert split_cell.reason == "engines-disagree"
     assert agreed.by_engine[CellRef("S", 2, 5)] == {"ironcalc": 23.0, "libreoffice": 8.0, "gnumeric": 8}
-    # AGGREGATE: only LibreOffice votes, and its 5 stands
+    # AGGREGATE: 1 + 4 = 5 in LibreOffice, and through regrade over IronCalc's and gnumeric's values
     assert agreed.view.cells[CellRef("S", 1, 2)] == 5.0
 
 
@@ -96,7 +98,7 @@ def test_a_gnumeric_shallow_grade_fails_aggregate_as_unsupported_in_recalc(workb
     output = workbook({"A1": 1, "A2": "=1/0", "A3": 4, "B1": "=_xlfn.AGGREGATE(9,6,A1:A3)"}, name="output.xlsx")
     golden = workbook({"B1": 5}, name="golden.xlsx")
     case = Case(condition="x", task_id="t", case=1, output_path=output, answer_path=golden, answer_position="B1")
-    result = rescore_case(case, get_policy("spreadsheetbench"), GnumericEngine(), [IronCalcEngine()])
+    result = rescore_case(case, get_policy("spreadsheetbench"), GnumericEngine(mends=False), [IronCalcEngine()])
     assert (result.shallow_pass, result.full_pass, result.verdict) == (False, True, "artifact")
     assert [c.reason for c in result.cells] == ["unsupported-in-recalc"]
 
@@ -252,3 +254,24 @@ def test_gnumeric_as_a_graders_recalculation_keeps_its_subtotal_defects(filtered
     assert raw[cells[1]].reason == "unsupported-function"  # gnumeric's #NUM! for SUBTOTAL 109: it cannot compute it
     mended = open_engine("gnumeric").evaluate(filtered, cells).cells
     assert [mended[c] for c in cells] == FILTERED[:2]
+
+
+@pytest.mark.parametrize("name", ["gnumeric", "formulas", "pycel"])
+def test_aggregate_over_references_is_computed_for_the_engines_that_lack_it(name, workbook):
+    import openpyxl
+
+    require_engines(name)
+    # A1:A6 = 3, 1, #DIV/0!, 4, 1, 5 with row 6 hidden
+    path = workbook({"A1": 3, "A2": 1, "A3": "=1/0", "A4": 4, "A5": 1, "A6": 5,
+                     "B1": "=_xlfn.AGGREGATE(9,6,A1:A6)", "B2": "=_xlfn.AGGREGATE(14,6,A1:A6,2)",
+                     "B3": "=_xlfn.AGGREGATE(4,7,A1:A6)", "B4": "=_xlfn.AGGREGATE(9,4,A1:A6)", "B5": "=B1*2"})
+    book = openpyxl.load_workbook(path)
+    book.active.row_dimensions[6].hidden = True
+    book.save(path)
+    cells = [CellRef("Sheet1", row, 2) for row in range(1, 6)]
+    values = open_engine(name).evaluate(path, cells).cells
+    assert values[cells[0]] == 3 + 1 + 4 + 1 + 5  # SUM skipping the error
+    assert values[cells[1]] == 4  # the second largest of 3, 1, 4, 1, 5
+    assert values[cells[2]] == 4  # MAX skipping the error and hidden row 6
+    assert values[cells[3]] == ExcelError("#DIV/0!")  # option 4 ignores nothing
+    assert values[cells[4]].reason == "unsupported-function"  # the engine's own arithmetic on an AGGREGATE it lacks
