@@ -63,7 +63,7 @@ from engines.functions.aggregate import Item, aggregate
 from engines.functions.criteria import conditional
 from engines.functions.dates import day, edate, eomonth, month, year
 from engines.functions.lookup import NA, NotImplementedMode, lookup, xlookup, xmatch
-from engines.functions.values import as_number
+from engines.functions.values import as_number, general_text
 
 MAX_PASSES = 6
 MAX_LEVELS = 100
@@ -74,7 +74,7 @@ MAX_ROWS = 1_048_576
 VALUE = ExcelError("#VALUE!")
 _CANDIDATE = re.compile(
     r"(?<![A-Za-z0-9_.])(?:_xlfn\.)?(?:aggregate|subtotal|xlookup|xmatch|lookup|sum|average|min|max|count|small|large"
-    r"|is[a-z]+|n|not|mod|match|countifs?|sumifs?|averageifs?|maxifs|minifs|year|month|day|eomonth|edate)\(",
+    r"|is[a-z]+|n|not|mod|match|countifs?|sumifs?|averageifs?|maxifs|minifs|year|month|day|eomonth|edate|textjoin)\(",
     re.IGNORECASE,
 )
 _INDEX_AS_REFERENCE = re.compile(r"(?:[:]\s*(?:_xlfn\.)?index\(|index\(.*\)\s*:)", re.IGNORECASE)  # A1:INDEX(...)
@@ -652,6 +652,46 @@ def _lookup(args: list[Argument]) -> object:
     return answer
 
 
+def _textjoin(args: list[Argument]) -> object:
+    """TEXTJOIN(delimiter, ignore_empty, text, ...) over arrays, which IronCalc has not implemented."""
+    if len(args) < 3:
+        return VALUE
+    if len(args[0].rows) != 1 or len(args[0].rows[0]) != 1:
+        raise NotImplementedMode("an array of delimiters")
+    if args[1].omitted:
+        raise NotImplementedMode("ignore_empty written as nothing")
+    delimiter, ignore_empty = args[0].scalar, args[1].scalar
+    for value in (delimiter, ignore_empty):
+        if isinstance(value, ExcelError):
+            return value
+    if isinstance(ignore_empty, str):
+        return VALUE
+    skip = bool(ignore_empty)
+    parts = [_as_text(delimiter)]
+    for arg in args[2:]:
+        for value in (v for row in arg.rows for v in row):
+            if isinstance(value, ExcelError):
+                return value
+            text = _as_text(value)
+            if not (skip and text == ""):
+                parts.append(text)
+    joined = parts[0].join(parts[1:])
+    return VALUE if len(joined) > 32767 else joined
+
+
+def _as_text(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, float):
+        text = general_text(value)
+        if text is None:
+            raise NotImplementedMode("a number Excel writes in scientific notation")
+        return text
+    return str(value)
+
+
 def _over_array(number: int) -> Callable[[list[Argument]], object]:
     """SUM, AVERAGE ... of one array argument (SMALL and LARGE: and k, element by element over an
     array of k), as AGGREGATE ignoring nothing."""
@@ -861,6 +901,7 @@ _FUNCTIONS: dict[str, _Function] = {
     "XLOOKUP": _Function(lambda args, _: True, _xlookup),
     "XMATCH": _Function(lambda args, _: True, _xmatch),
     "LOOKUP": _Function(lambda args, _: len(args) >= 2 and _is_expression(args[1]), _lookup),
+    "TEXTJOIN": _Function(lambda args, _: len(args) >= 3 and any(_is_expression(a) for a in args[2:]), _textjoin),
     **{name: _Function(lambda args, in_array: _array_argument(args, in_array, 1), _over_array(number))
        for name, number in (("AVERAGE", 1), ("COUNT", 2), ("MAX", 4), ("MIN", 5), ("SUM", 9))},
     # SMALL and LARGE also over an array of k, which IronCalc has not implemented (#N/IMPL!)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 # Text Excel reads as a number: digits with an optional sign, point and exponent, spaces around
@@ -20,3 +21,14 @@ def as_number(value: object) -> float | None:
     if isinstance(value, str):
         return float(value) if _NUMERIC_TEXT.fullmatch(value) else None
     return None
+
+
+def general_text(number: float) -> str | None:
+    """A number as Excel writes it into text (``A1&""``, TEXTJOIN): its 15 significant digits
+    without trailing zeros. None for magnitudes where Excel switches to scientific notation,
+    whose exact form regrade does not reproduce."""
+    if number == 0:
+        return "0"
+    if not -4 <= math.floor(math.log10(abs(number))) < 15:
+        return None
+    return "%.15G" % number
