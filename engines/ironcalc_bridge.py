@@ -59,6 +59,7 @@ from openpyxl.formula.tokenizer import Token, Tokenizer
 from openpyxl.utils.cell import get_column_letter, range_boundaries
 
 from engines.base import ExcelError
+from engines.calls import calls
 from engines.functions.aggregate import Item, aggregate
 from engines.functions.criteria import conditional
 from engines.functions.dates import day, edate, eomonth, month, year
@@ -161,7 +162,7 @@ def bridge_functions(model: Any, array_cells: set[Cell] = frozenset(), only_miss
             call = _innermost(cell, formula, cell in array_cells)
             if call is not None:
                 functions[cell] = call.function
-                if (not only_missing or _holds_missing(formula)) and not _reads_local_names(call):
+                if (not only_missing or _holds_missing(formula)) and not _reads_local_names(call, formula):
                     originals[cell] = formula
     skipped = {cell: function for cell, function in functions.items() if cell not in originals}
     if not originals:
@@ -306,35 +307,15 @@ def _innermost(cell: Cell, formula: str, in_array_formula: bool,
     return None
 
 
-def _reads_local_names(call: _Call) -> bool:
+def _reads_local_names(call: _Call, formula: str) -> bool:
     """Whether the call's arguments use a name bound by LET or LAMBDA: the bridge evaluates
-    arguments in the cell's context, where such a name means nothing."""
-    bound = _local_names(call.tokens)
+    arguments in the cell's context, where such a name means nothing. LET binds its
+    arguments 1, 3, 5, ... before its last; LAMBDA every argument before its last."""
+    bound = {name.upper().removeprefix("_XLPM.") for c in calls(formula) if c.name in ("LET", "LAMBDA")
+             for name in (c.args[:-1:2] if c.name == "LET" else c.args[:-1])}
     return bool(bound) and any(token.type == Token.OPERAND and token.subtype == Token.RANGE
                                and token.value.upper().removeprefix("_XLPM.") in bound
                                for token in call.tokens[call.start : call.end + 1])
-
-
-def _local_names(tokens: list[Token]) -> set[str]:
-    """Names the formula's LET and LAMBDA calls bind: LET's arguments 1, 3, 5, ... before its
-    last, and every LAMBDA argument before its last."""
-    bound: set[str] = set()
-    stack: list[tuple[str, list[list[Token]]]] = []
-    for token in tokens:
-        if token.subtype == Token.OPEN and token.type in (Token.FUNC, Token.PAREN, Token.ARRAY):
-            stack.append((token.value[:-1].upper().removeprefix("_XLFN.") if token.type == Token.FUNC else "", [[]]))
-        elif token.subtype == Token.CLOSE and stack:
-            name, args = stack.pop()
-            binders = args[:-1:2] if name == "LET" else args[:-1] if name == "LAMBDA" else []
-            bound.update(arg[0].value.upper().removeprefix("_XLPM.") for arg in binders
-                         if len(arg) == 1 and arg[0].type == Token.OPERAND)
-            if stack:
-                stack[-1][1][-1].append(token)
-        elif token.type == Token.SEP and token.subtype == Token.ARG and stack:
-            stack[-1][1].append([])
-        elif stack and token.type != Token.WSPACE:
-            stack[-1][1][-1].append(token)
-    return bound
 
 
 class _Scratch:

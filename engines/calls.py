@@ -1,0 +1,51 @@
+"""The function calls of a formula, each with its argument texts.
+
+For checks that look at how a function is called (which arguments are references,
+which are left out), not at what it computes. Built on openpyxl's tokenizer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from openpyxl.formula.tokenizer import Token, Tokenizer
+
+_PREFIXES = ("_XLFN.", "_XLWS.")
+
+
+@dataclass(frozen=True)
+class Call:
+    name: str  # upper case, without the _xlfn. and _xlws. prefixes
+    args: tuple[str, ...]  # each argument's text, stripped; "" where one is written as nothing
+
+
+def calls(formula: str) -> list[Call]:
+    """Every function call of ``formula``, inner calls before the calls holding them; none
+    for a formula the tokenizer cannot split."""
+    try:
+        tokens = Tokenizer(formula if formula.startswith("=") else "=" + formula).items
+    except Exception:
+        return []
+    found: list[Call] = []
+    frames: list[tuple[str | None, str, list[str]]] = []  # function (None: parentheses, array), opening text, args
+    for token in tokens:
+        if token.subtype == Token.OPEN and token.type in (Token.FUNC, Token.PAREN, Token.ARRAY):
+            function = token.value[:-1].upper() if token.type == Token.FUNC else None
+            frames.append((function, token.value, [""]))
+            continue
+        if token.subtype == Token.CLOSE and frames:
+            function, opening, args = frames.pop()
+            if function is not None:
+                name = function[function.rfind(":") + 1:]  # the tokenizer keeps A1: of A1:INDEX(
+                for prefix in _PREFIXES:
+                    name = name.removeprefix(prefix)
+                found.append(Call(name, tuple(arg.strip() for arg in args)))
+            text = opening + ",".join(args) + token.value
+        elif token.type == Token.SEP and token.subtype == Token.ARG and frames and frames[-1][0] is not None:
+            frames[-1][2].append("")
+            continue
+        else:
+            text = token.value
+        if frames:
+            frames[-1][2][-1] += text
+    return found
