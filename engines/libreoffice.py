@@ -27,6 +27,7 @@ import atexit
 import functools
 import json
 import os
+import re
 import select
 import shutil
 import signal
@@ -38,10 +39,12 @@ from typing import Sequence
 from engines.base import (
     EXCEL_ERROR_CODES, CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues,
 )
-from engines.cones import abstain_on_external_links
+from engines.calls import calls
+from engines.cones import abstain_on_external_links, load_graph
 from engines.isolation import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S
 from engines.readings import unknown_functions
 from engines.screening import screen
+from engines.sheets import formula_texts, resolve_sheet
 from engines.tables import structured_rewrites
 from engines.tools import version_output
 
@@ -128,7 +131,7 @@ class LibreOfficeEngine:
             return WorkbookValues(failure=WorkbookFailure("timeout", f"LibreOffice took longer than {self.timeout_s:g} s"))
         if not reply.get("ok"):
             return WorkbookValues(failure=WorkbookFailure(reply.get("reason", "crashed"), reply.get("detail", "")))
-        return abstain_on_external_links(path, _values(reply, cells))
+        return abstain_on_external_links(path, _abstain_on_approximate_match(path, _values(reply, cells)))
 
     def _ensure_helper(self) -> subprocess.Popen:
         if self._helper is not None and self._helper.poll() is None:
@@ -175,6 +178,37 @@ class LibreOfficeEngine:
 
 
 _STORED_BOOLEANS = ("=TRUE()", "=FALSE()")
+_OPERATOR_OR_CALL = re.compile(r"[-+*/^&=<>(){]")
+_QUOTED = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"")
+
+
+def _abstain_on_approximate_match(path: Path, values: WorkbookValues) -> WorkbookValues:
+    """LibreOffice's approximate MATCH over a computed array answers the first match where
+    Excel's binary search lands on the last (``MATCH(2, 1/(A1:A9="x"))``, the idiom for the
+    last "x"): a graded cell with such a MATCH in its dependency cone abstains."""
+    if values.failure is not None or not values.formulas:
+        return values
+    if not any(_approximate_match_over_computed_array(text) for text in formula_texts(path, "MATCH(")):
+        return values
+    graph = load_graph(path)
+    if graph is None:
+        return values
+    for ref in values.formulas:
+        sheet = resolve_sheet(ref.sheet, graph.sheets)
+        if sheet is not None and any(_approximate_match_over_computed_array(text)
+                                     for text in graph.formulas_in_cone([(sheet, ref.row, ref.column)])):
+            values.cells[ref] = CannotEvaluate("unsupported-function", "LibreOffice's approximate MATCH over a computed "
+                                               "array gives the first match, not Excel's binary-search answer")
+    return values
+
+
+def _approximate_match_over_computed_array(formula: str) -> bool:
+    """MATCH(value, expression) or MATCH(value, expression, 1); a type written as nothing is 0."""
+    if "MATCH" not in formula.upper():
+        return False
+    return any(call.name == "MATCH" and len(call.args) >= 2 and (len(call.args) == 2 or call.args[2] in ("1", "TRUE"))
+               and _OPERATOR_OR_CALL.search(_QUOTED.sub("", call.args[1]))
+               for call in calls(formula))
 
 
 def _values(reply: dict, cells: Sequence[CellRef]) -> WorkbookValues:

@@ -275,3 +275,17 @@ def test_aggregate_over_references_is_computed_for_the_engines_that_lack_it(name
     assert values[cells[2]] == 4  # MAX skipping the error and hidden row 6
     assert values[cells[3]] == ExcelError("#DIV/0!")  # option 4 ignores nothing
     assert values[cells[4]].reason == "unsupported-function"  # the engine's own arithmetic on an AGGREGATE it lacks
+
+
+def test_libreoffice_abstains_on_approximate_match_over_a_computed_array(libreoffice, workbook):
+    from openpyxl.worksheet.formula import ArrayFormula
+
+    # A1:A8 = x y x z y x z z. Excel's MATCH(2, 1/(A1:A8="x")) is a binary search over
+    # 1, #DIV/0!, 1, ... that lands on the last 1: row 6. LibreOffice answers the first, 1.
+    cells = {f"A{row}": letter for row, letter in enumerate("xyxzyxzz", start=1)}
+    path = workbook({**cells, "C1": ArrayFormula("C1", '=MATCH(2,1/(A1:A8="x"))'), "C2": "=C1+1",
+                     "C3": '=LOOKUP(2,1/(A1:A8="x"),ROW(A1:A8))', "C4": '=MATCH("y",A1:A8,0)'})
+    values = libreoffice.evaluate(path, [CellRef("Sheet1", row, 3) for row in range(1, 5)]).cells
+    c1, c2, c3, c4 = (values[CellRef("Sheet1", row, 3)] for row in range(1, 5))
+    assert c1.reason == c2.reason == "unsupported-function" and "MATCH" in c1.detail  # C2 reads C1
+    assert (c3, c4) == (6.0, 2.0)  # LOOKUP's last match, row 6; an exact MATCH of y, row 2

@@ -49,7 +49,7 @@ def test_the_recorded_coverage(matrix):
     right = {name: sum(o[name] == "right" for o in matrix.values()) for name in ENGINES}
     assert right == {"ironcalc": 179, "libreoffice": 175, "gnumeric": 141, "formulas": 156, "pycel": 118}
     wrong = {name: sum(o[name] == "wrong" for o in matrix.values()) for name in ENGINES}
-    assert wrong == {"ironcalc": 3, "libreoffice": 7, "gnumeric": 12, "formulas": 14, "pycel": 13}
+    assert wrong == {"ironcalc": 3, "libreoffice": 6, "gnumeric": 12, "formulas": 14, "pycel": 13}
     assert sorted(p for p, o in matrix.items() if "right" not in o.values()) == []  # every probe right somewhere
 
 
