@@ -45,7 +45,7 @@ from engines.isolation import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S
 from engines.readings import unknown_functions
 from engines.screening import screen
 from engines.sheets import formula_texts, resolve_sheet
-from engines.tables import structured_rewrites
+from engines.libreoffice_rewrites import libreoffice_rewrites
 from engines.tools import version_output
 
 SYSTEM_PYTHON = "/usr/bin/python3"
@@ -112,7 +112,7 @@ class LibreOfficeEngine:
             helper = self._ensure_helper()
         except RuntimeError as exc:
             return WorkbookValues(failure=WorkbookFailure("crashed", str(exc)))
-        rewrites = [[sheet, row, column, formula] for (sheet, row, column), formula in structured_rewrites(path).items()]
+        rewrites = [list(rewrite) for rewrite in libreoffice_rewrites(path)]
         request = {"path": str(path.resolve()), "cells": [[c.sheet, c.row, c.column] for c in cells], "formulas": rewrites}
         try:
             assert helper.stdin is not None

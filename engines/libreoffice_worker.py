@@ -9,7 +9,8 @@ that recalculates every formula on load, never updates external links and never
 runs macros, then answers requests, one JSON object per line on stdin:
 
     {"path": "/abs/book.xlsx", "cells": [["Sheet1", 3, 2], ...],
-     "formulas": [["Sheet1", 4, 2, "=SUM('Sheet1'!$B$2:$B$3)"], ...]}   (Excel syntax, optional)
+     "formulas": [["Sheet1", 4, 2, "=SUM('Sheet1'!$B$2:$B$3)", null], ...]}   (Excel syntax, optional;
+     the last item is the range of an array formula, set over the whole range)
 
 with one JSON line on stdout:
 
@@ -211,13 +212,17 @@ def set_excel_formulas(doc, formulas: list) -> None:
     parser.setPropertyValue("CompileEnglish", True)
     parser.setPropertyValue("FormulaConvention", XL_OOX)
     names = list(doc.Sheets.ElementNames)
-    for name, row, column, formula in formulas:
+    for name, row, column, formula, *area in formulas:
         sheet = resolve_sheet(name, names)
         if sheet is None:
             continue
         address = CellAddress()
         address.Sheet, address.Column, address.Row = names.index(sheet), column - 1, row - 1
-        doc.Sheets.getByName(sheet).getCellByPosition(column - 1, row - 1).setTokens(parser.parseFormula(formula, address))
+        tokens = parser.parseFormula(formula, address)
+        if area and area[0]:  # an array formula: set over its whole range
+            doc.Sheets.getByName(sheet).getCellRangeByName(area[0]).setArrayTokens(tokens)
+        else:
+            doc.Sheets.getByName(sheet).getCellByPosition(column - 1, row - 1).setTokens(tokens)
 
 
 def resolve_sheet(requested: str, sheets: list) -> str | None:
@@ -230,7 +235,12 @@ def resolve_sheet(requested: str, sheets: list) -> str | None:
 
 def evaluate(desktop, known: set, request: dict) -> dict:
     url = uno.systemPathToFileUrl(os.path.abspath(request["path"]))
-    options = (prop("Hidden", True), prop("ReadOnly", True), prop("MacroExecutionMode", 0), prop("UpdateDocMode", 0))
+    # Read-only, as nothing is ever saved; but LibreOffice ignores array formulas set in a
+    # read-only document, so a request that sets some opens an untitled copy instead
+    # (AsTemplate: no location, so nothing can be written back and no lock file is made).
+    arrays = any(len(entry) > 4 and entry[4] for entry in request.get("formulas", []))
+    access = prop("AsTemplate", True) if arrays else prop("ReadOnly", True)
+    options = (prop("Hidden", True), access, prop("MacroExecutionMode", 0), prop("UpdateDocMode", 0))
     try:
         doc = desktop.loadComponentFromURL(url, "_blank", 0, options)
     except Exception as exc:

@@ -289,3 +289,39 @@ def test_libreoffice_abstains_on_approximate_match_over_a_computed_array(libreof
     c1, c2, c3, c4 = (values[CellRef("Sheet1", row, 3)] for row in range(1, 5))
     assert c1.reason == c2.reason == "unsupported-function" and "MATCH" in c1.detail  # C2 reads C1
     assert (c3, c4) == (6.0, 2.0)  # LOOKUP's last match, row 6; an exact MATCH of y, row 2
+
+
+def test_libreoffice_computes_mod_with_excels_precision(libreoffice, workbook):
+    from openpyxl.worksheet.formula import ArrayFormula
+
+    # 1.000003 is stored as 1.0000029999999999752: MOD(1.000003, 1) is 2.9999999999752E-06 in
+    # IEEE arithmetic, 3E-06 in Excel, which keeps 15 significant digits of the dividend; so
+    # INT(10^6 * MOD(...)) is 3 in Excel and 2 without that rounding
+    path = workbook({"A1": 1.000003, "A2": 2.000004, "A3": 7, "B1": "=INT(10^6*MOD(A1,1))",
+                     "B2": ArrayFormula("B2", "=SUM(INT(10^6*MOD(A1:A2,1)))"), "B3": "=MOD(A3,-2)",
+                     "B4": '=_xlfn.AGGREGATE(14,6,MOD(A1:A3,1)*10^6,1)'})
+    before = (path.read_bytes(), path.stat().st_mtime_ns, sorted(path.parent.iterdir()))
+    values = libreoffice.evaluate(path, [CellRef("Sheet1", row, 2) for row in range(1, 5)]).cells
+    # the array formula is set in an untitled copy: the file and its folder are left as they were
+    assert (path.read_bytes(), path.stat().st_mtime_ns, sorted(path.parent.iterdir())) == before
+    assert values[CellRef("Sheet1", 1, 2)] == 3
+    assert values[CellRef("Sheet1", 2, 2)] == 3 + 4  # element by element in an array formula
+    assert values[CellRef("Sheet1", 3, 2)] == -1  # MOD takes the divisor's sign: 7 - (-2) * (-4)
+    assert values[CellRef("Sheet1", 4, 2)] == pytest.approx(4)  # the largest of 3, 4, 0 (millionths)
+
+
+def test_an_array_formula_over_a_table_is_rewritten_for_mod_with_its_references_resolved(libreoffice, tmp_path):
+    from openpyxl import Workbook
+    from openpyxl.worksheet.formula import ArrayFormula
+    from openpyxl.worksheet.table import Table
+
+    book = Workbook()
+    sheet = book.active
+    sheet.append(["v"])
+    for value in (1.000003, 2.000004):
+        sheet.append([value])
+    sheet.add_table(Table(displayName="T", ref="A1:A3"))
+    sheet["C1"] = ArrayFormula("C1", "=SUM(INT(10^6*MOD(T[v],1)))")  # 3 + 4 in Excel (6 without its rounding)
+    path = tmp_path / "table.xlsx"
+    book.save(path)
+    assert libreoffice.evaluate(path, [CellRef("Sheet", 1, 3)]).cells[CellRef("Sheet", 1, 3)] == 7
