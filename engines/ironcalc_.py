@@ -20,21 +20,28 @@ reads a cached value, so the comparison policy sees both alike.
 from __future__ import annotations
 
 import functools
+import re
 import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from openpyxl.utils.cell import column_index_from_string
+
 from engines.base import CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues
+from engines.calls import calls
 from engines.cones import Area, FormulaGraph, abstain_on_external_links, load_graph
 from engines.ironcalc_bridge import Cell, bridge_functions
 from engines.ironcalc_rewrites import last_row_readers, rewrite_criteria_calls
 from engines.readings import number_value, unknown_functions
 from engines.screening import refusal
-from engines.sheets import array_formula_cells, mentions, resolve_sheet
+from engines.sheets import array_formula_cells, formula_texts, mentions, resolve_sheet
 from engines.subtotals import computed_total, meets_a_filter
 from engines.tables import structured_rewrites
 from engines.tools import PythonPackageEngine
 
+
+_LOOKUPS = frozenset({"VLOOKUP", "HLOOKUP", "XLOOKUP"})
+_CELL = re.compile(r"^(?:(?P<sheet>'(?:[^']|'')+'|[^!'\s()]+)!)?\$?(?P<column>[A-Za-z]{1,3})\$?(?P<row>\d+)$")
 
 # The bridge re-evaluates the workbook several times: past this, only what IronCalc lacks is bridged
 SLOW_EVALUATION_S = 3.0
@@ -69,6 +76,7 @@ class IronCalcEngine(PythonPackageEngine):
         graph = functools.cache(lambda: load_graph(path))
         workbook_unknown = functools.cache(lambda: _workbook_unknown_functions(model))
         filtered = len(mentions(path, (b"SUBTOTAL(", b"filterColumn"))) == 2  # a quick look before the graph
+        empty_lookups = _lookups_of_empty_cells(model, names) if formula_texts(path, "LOOKUP(") else {}
         result = WorkbookValues(sheet_names=names)
         for ref in cells:
             sheet = resolve_sheet(ref.sheet, names)
@@ -91,6 +99,9 @@ class IronCalcEngine(PythonPackageEngine):
                 elif isinstance(value, ExcelError) and (reached := _unknown_in_cone(graph, workbook_unknown(), cell)):
                     value = CannotEvaluate("unsupported-function",
                                            f"{value.code} from a formula that calls {', '.join(reached)}, which IronCalc lacks")
+                elif empty_lookups and (lookups := _in_cone(graph(), empty_lookups, cell)):
+                    value = CannotEvaluate("unsupported-function", f"IronCalc's {', '.join(lookups)} of an empty cell "
+                                           "matches an empty cell of the range, which Excel's does not")
                 elif filtered and graph() is not None and meets_a_filter(graph(), cell):
                     value = _filtered_subtotal(model, names, graph(), cell)
             result.cells[ref] = value
@@ -185,6 +196,27 @@ def _in_cone(graph: FormulaGraph | None, skipped: dict[tuple[str, int, int], str
     if graph is None:
         return sorted(set(skipped.values()))
     return sorted({skipped[place] for place in graph.cells_in_cone([cell]) if place in skipped})
+
+
+def _lookups_of_empty_cells(model: Any, names: list[str]) -> dict[tuple[str, int, int], str]:
+    """Formula cells calling VLOOKUP, HLOOKUP or XLOOKUP of a cell that is empty, by function.
+    IronCalc then matches the first empty cell of the range; Excel does not (SpreadsheetBench
+    task 7902), and what it matches instead (LibreOffice: a "" result) regrade cannot say."""
+    found: dict[tuple[str, int, int], str] = {}
+    for sheet, row, column in model.get_all_cells():
+        formula = model.get_cell_formula(sheet, row, column)
+        if not formula or "LOOKUP(" not in formula.upper():
+            continue
+        for call in calls(formula):
+            target = _CELL.match(call.args[0]) if call.name in _LOOKUPS and call.args else None
+            if target is None:
+                continue
+            named = target.group("sheet")
+            other = resolve_sheet(named.strip("'").replace("''", "'"), names) if named else names[sheet]
+            if other is not None and model.is_empty_cell(names.index(other), int(target.group("row")),
+                                                         column_index_from_string(target.group("column").upper())):
+                found[(names[sheet], row, column)] = call.name
+    return found
 
 
 def _workbook_unknown_functions(model: Any) -> list[str]:

@@ -97,6 +97,8 @@ def _recalculate(compiler: Any, passes: int = 4) -> bool:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     compiler.evaluate(cell.address.address)
+            except MemoryError:  # a limit: the isolating worker reports it
+                raise
             except Exception:  # read again later, this cell abstains
                 pass
         if len(compiler.cell_map) == known:
@@ -117,6 +119,8 @@ def _read_area(compiler: Any, area: Area) -> list[list[object]]:
             warnings.simplefilter("ignore")
             values = compiler.evaluate(_address(area.sheet, f"{get_column_letter(area.min_col)}{area.min_row}:"
                                                             f"{get_column_letter(max_col)}{max_row}"))
+    except MemoryError:  # a limit: the isolating worker reports it
+        raise
     except Exception as exc:
         last = (str(exc).strip().splitlines() or [type(exc).__name__])[-1][:200]
         return [[CannotEvaluate("engine-error", f"pycel: {last}")]]
@@ -151,6 +155,8 @@ def _attempt(compiler: Any, address: str) -> CellResult:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             value = compiler.evaluate(address)
+    except MemoryError:  # a limit: the isolating worker reports it
+        raise
     except Exception as exc:
         last = (str(exc).strip().splitlines() or [type(exc).__name__])[-1][:200]
         reason = "unsupported-function" if _lacks_a_function(exc) else "engine-error"

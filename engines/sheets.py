@@ -152,7 +152,10 @@ def mentions(path: Path, needles: tuple[bytes, ...]) -> set[bytes]:
     """Which of ``needles`` (case-insensitive) some sheet or table part of the file holds: a
     quick look before a full read. Never raises; an unreadable file holds none, a part
     over ``MAX_SHEET_BYTES`` all."""
-    wanted, found = {n.lower(): n for n in needles}, set()
+    pattern = re.compile(b"|".join(re.escape(n) for n in needles), re.IGNORECASE)
+    longest = max(len(n) for n in needles)
+    found: set[bytes] = set()
+    by_lower = {n.lower(): n for n in needles}
     try:
         with zipfile.ZipFile(path) as archive:
             for info in archive.infolist():
@@ -160,8 +163,13 @@ def mentions(path: Path, needles: tuple[bytes, ...]) -> set[bytes]:
                     continue
                 if info.file_size > MAX_SHEET_BYTES:
                     return set(needles)
-                text = archive.read(info).lower()
-                found |= {needle for lowered, needle in wanted.items() if lowered in text}
+                with archive.open(info) as part:  # in chunks: a sheet part can be tens of MB
+                    tail = b""
+                    while chunk := part.read(1 << 20):
+                        found |= {by_lower[m.group(0).lower()] for m in pattern.finditer(tail + chunk)}
+                        tail = chunk[-longest:]
+    except MemoryError:
+        raise  # a limit, not a broken file: the isolating worker reports it
     except Exception:  # a broken archive: the engines report it
         return set()
     return found
@@ -183,6 +191,8 @@ def formula_texts(path: Path, needle: str) -> list[str]:
                 xml = archive.read(part).decode("utf-8", "replace")
                 if wanted in xml.lower():
                     found += [html.unescape(m.group(1)) for m in _FORMULA_TEXT.finditer(xml) if wanted in m.group(1).lower()]
+    except MemoryError:
+        raise  # a limit, not a broken file: the isolating worker reports it
     except Exception:  # a broken archive: the engines report it
         return []
     return found

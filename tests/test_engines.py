@@ -251,3 +251,15 @@ def test_textjoin_over_a_computed_array_is_bridged(workbook):
     assert values[ref("B3")] == "/2/3"  # FALSE keeps the empty text of row 1
     # ignore_empty written as nothing: regrade does not know what Excel makes of it, so it abstains
     assert values[ref("B4")].reason == "unsupported-function"
+
+
+def test_a_lookup_of_an_empty_cell_is_an_abstention(workbook):
+    # B1:B3 = (empty), x, (empty); D1 is empty. IronCalc's VLOOKUP(D1, B1:C3, 2, 0) matches B1,
+    # the first empty cell, and answers 1; Excel does not match it (SpreadsheetBench 7902
+    # caches #N/A's fallback there), and LibreOffice gives #N/A. E4 depends on E1.
+    path = workbook({"B2": "x", "C1": 1, "C2": 2, "C3": 3, "E1": "=VLOOKUP(D1,B1:C3,2,0)",
+                     "E2": '=IFERROR(_xlfn.XLOOKUP(D1,B1:B3,C1:C3),"none")', "E3": '=VLOOKUP("x",B1:C3,2,0)', "E4": "=E1*2"})
+    values = IronCalcEngine().evaluate(path, [ref("E1"), ref("E2"), ref("E3"), ref("E4")]).cells
+    assert [values[c].reason for c in (ref("E1"), ref("E2"), ref("E4"))] == ["unsupported-function"] * 3
+    assert "VLOOKUP" in values[ref("E1")].detail
+    assert values[ref("E3")] == 2  # x is in row 2
