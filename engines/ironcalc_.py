@@ -34,7 +34,7 @@ from engines.ironcalc_bridge import Cell, bridge_functions
 from engines.ironcalc_rewrites import last_row_readers, rewrite_criteria_calls
 from engines.readings import number_value, unknown_functions
 from engines.screening import refusal
-from engines.sheets import array_formula_cells, formula_texts, mentions, resolve_sheet
+from engines.sheets import array_formula_cells, mentions, resolve_sheet
 from engines.subtotals import computed_total, meets_a_filter
 from engines.tables import structured_rewrites
 from engines.tools import PythonPackageEngine
@@ -75,8 +75,9 @@ class IronCalcEngine(PythonPackageEngine):
         skipped = {(names[sheet], row, column): function for (sheet, row, column), function in bridged.skipped.items()}
         graph = functools.cache(lambda: load_graph(path))
         workbook_unknown = functools.cache(lambda: _workbook_unknown_functions(model))
-        filtered = len(mentions(path, (b"SUBTOTAL(", b"filterColumn"))) == 2  # a quick look before the graph
-        empty_lookups = _lookups_of_empty_cells(model, names) if formula_texts(path, "LOOKUP(") else {}
+        mentioned = mentions(path, (b"SUBTOTAL(", b"filterColumn", b"LOOKUP("))  # a quick look before the graph
+        filtered = {b"SUBTOTAL(", b"filterColumn"} <= mentioned
+        empty_lookups = _lookups_of_empty_cells(model, names) if b"LOOKUP(" in mentioned else {}
         result = WorkbookValues(sheet_names=names)
         for ref in cells:
             sheet = resolve_sheet(ref.sheet, names)

@@ -15,7 +15,7 @@ from pathlib import Path
 from openpyxl.formula.tokenizer import Token, Tokenizer
 from openpyxl.worksheet.formula import ArrayFormula
 
-from engines.sheets import formula_text, formula_texts, load_formula_book
+from engines.sheets import formula_text, load_formula_book, mentions
 from engines.tables import structured_rewrites
 
 MAX_FORMULA_LENGTH = 8192  # Excel's limit; nested MODs grow threefold a level
@@ -46,7 +46,7 @@ def mod_rewrites(path: Path) -> list[Rewrite]:
     """Every formula calling MOD, rewritten with Excel's precision; array formulas with
     their range. None when the file holds no MOD; never raises (a file openpyxl cannot
     read gets none)."""
-    if not formula_texts(path, "MOD("):
+    if not mentions(path, (b"MOD(",)):
         return []
     try:
         book = load_formula_book(path)
