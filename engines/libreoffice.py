@@ -33,13 +33,14 @@ import shutil
 import signal
 import subprocess
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from engines.base import (
     EXCEL_ERROR_CODES, CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues,
 )
-from engines.calls import calls
+from engines.calls import Call, calls
 from engines.cones import abstain_on_external_links, load_graph
 from engines.isolation import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S
 from engines.readings import unknown_functions
@@ -131,7 +132,7 @@ class LibreOfficeEngine:
             return WorkbookValues(failure=WorkbookFailure("timeout", f"LibreOffice took longer than {self.timeout_s:g} s"))
         if not reply.get("ok"):
             return WorkbookValues(failure=WorkbookFailure(reply.get("reason", "crashed"), reply.get("detail", "")))
-        return abstain_on_external_links(path, _abstain_on_approximate_match(path, _values(reply, cells)))
+        return abstain_on_external_links(path, _abstain_on_departures(path, _values(reply, cells)))
 
     def _ensure_helper(self) -> subprocess.Popen:
         if self._helper is not None and self._helper.poll() is None:
@@ -182,33 +183,53 @@ _OPERATOR_OR_CALL = re.compile(r"[-+*/^&=<>(){]")
 _QUOTED = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"")
 
 
-def _abstain_on_approximate_match(path: Path, values: WorkbookValues) -> WorkbookValues:
-    """LibreOffice's approximate MATCH over a computed array answers the first match where
-    Excel's binary search lands on the last (``MATCH(2, 1/(A1:A9="x"))``, the idiom for the
-    last "x"): a graded cell with such a MATCH in its dependency cone abstains."""
+@dataclass(frozen=True)
+class _Departure:
+    """A way of calling a function where LibreOffice departs from Excel and regrade cannot mend it."""
+
+    function: str
+    departs: Callable[[Call], bool]
+    why: str
+
+
+def _approximate_match_over_computed_array(call: Call) -> bool:
+    """MATCH(value, expression) or MATCH(value, expression, 1); a type written as nothing is 0."""
+    return len(call.args) >= 2 and (len(call.args) == 2 or call.args[2] in ("1", "TRUE")) \
+        and bool(_OPERATOR_OR_CALL.search(_QUOTED.sub("", call.args[1])))
+
+
+_DEPARTURES = (
+    # MATCH(2, 1/(A1:A9="x")), the idiom for the last "x" (SpreadsheetBench task 59902)
+    _Departure("MATCH", _approximate_match_over_computed_array,
+               "LibreOffice's approximate MATCH over a computed array gives the first match, not Excel's binary-search answer"),
+    # Excel's caches in task 44389 read it as TRUE; LibreOffice reads FALSE; regrade does not settle it
+    _Departure("TEXTJOIN", lambda call: len(call.args) >= 2 and call.args[1] == "",
+               "TEXTJOIN's ignore_empty is written as nothing, which LibreOffice reads as FALSE and Excel may not"),
+)
+
+
+def _abstain_on_departures(path: Path, values: WorkbookValues) -> WorkbookValues:
+    """A graded cell with one of :data:`_DEPARTURES` in its dependency cone abstains. A look
+    at the formula texts of the sheet XML first keeps the formula graph off the common path."""
     if values.failure is not None or not values.formulas:
         return values
-    if not any(_approximate_match_over_computed_array(text) for text in formula_texts(path, "MATCH(")):
-        return values
-    graph = load_graph(path)
+    texts = formula_texts(path, tuple(f"{d.function}(" for d in _DEPARTURES))
+    present = [d for d in _DEPARTURES if any(_departure(d, text) for text in texts)]
+    graph = load_graph(path) if present else None
     if graph is None:
         return values
     for ref in values.formulas:
         sheet = resolve_sheet(ref.sheet, graph.sheets)
-        if sheet is not None and any(_approximate_match_over_computed_array(text)
-                                     for text in graph.formulas_in_cone([(sheet, ref.row, ref.column)])):
-            values.cells[ref] = CannotEvaluate("unsupported-function", "LibreOffice's approximate MATCH over a computed "
-                                               "array gives the first match, not Excel's binary-search answer")
+        cone = graph.formulas_in_cone([(sheet, ref.row, ref.column)]) if sheet is not None else []
+        found = next((d for d in present for text in cone if _departure(d, text)), None)
+        if found is not None:
+            values.cells[ref] = CannotEvaluate("unsupported-function", found.why)
     return values
 
 
-def _approximate_match_over_computed_array(formula: str) -> bool:
-    """MATCH(value, expression) or MATCH(value, expression, 1); a type written as nothing is 0."""
-    if "MATCH" not in formula.upper():
-        return False
-    return any(call.name == "MATCH" and len(call.args) >= 2 and (len(call.args) == 2 or call.args[2] in ("1", "TRUE"))
-               and _OPERATOR_OR_CALL.search(_QUOTED.sub("", call.args[1]))
-               for call in calls(formula))
+def _departure(departure: _Departure, formula: str) -> bool:
+    return departure.function in formula.upper() and any(
+        call.name == departure.function and departure.departs(call) for call in calls(formula))
 
 
 def _values(reply: dict, cells: Sequence[CellRef]) -> WorkbookValues:

@@ -178,19 +178,21 @@ def mentions(path: Path, needles: tuple[bytes, ...]) -> set[bytes]:
 _FORMULA_TEXT = re.compile(r"<(?:\w+:)?f\b[^>]*>([^<]*)</(?:\w+:)?f>")
 
 
-def formula_texts(path: Path, needle: str) -> list[str]:
-    """The formulas written in the sheet XML (a shared formula once) that contain ``needle``
-    (case-insensitive): a quick look before a full read. Never raises; an unreadable file
-    has none, a sheet part over ``MAX_SHEET_BYTES`` is skipped."""
-    wanted, found = needle.lower(), []
+def formula_texts(path: Path, needles: tuple[str, ...]) -> list[str]:
+    """The formulas written in the sheet XML (a shared formula once) that contain one of
+    ``needles`` (case-insensitive): a quick look before a full read. Never raises; an
+    unreadable file has none, a sheet part over ``MAX_SHEET_BYTES`` is skipped."""
+    wanted, found = [n.lower() for n in needles], []
     try:
         with zipfile.ZipFile(path) as archive:
             for _, part in _sheets(archive):
                 if archive.getinfo(part).file_size > MAX_SHEET_BYTES:
                     continue
                 xml = archive.read(part).decode("utf-8", "replace")
-                if wanted in xml.lower():
-                    found += [html.unescape(m.group(1)) for m in _FORMULA_TEXT.finditer(xml) if wanted in m.group(1).lower()]
+                lowered = xml.lower()
+                if any(n in lowered for n in wanted):
+                    found += [html.unescape(m.group(1)) for m in _FORMULA_TEXT.finditer(xml)
+                              if any(n in m.group(1).lower() for n in wanted)]
     except MemoryError:
         raise  # a limit, not a broken file: the isolating worker reports it
     except Exception:  # a broken archive: the engines report it

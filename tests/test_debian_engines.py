@@ -325,3 +325,12 @@ def test_an_array_formula_over_a_table_is_rewritten_for_mod_with_its_references_
     path = tmp_path / "table.xlsx"
     book.save(path)
     assert libreoffice.evaluate(path, [CellRef("Sheet", 1, 3)]).cells[CellRef("Sheet", 1, 3)] == 7
+
+
+def test_libreoffice_abstains_on_textjoin_with_ignore_empty_written_as_nothing(libreoffice, workbook):
+    # A1:A3 = a, (empty), b. LibreOffice reads the missing ignore_empty as FALSE ("a--b");
+    # Excel's caches in SpreadsheetBench task 44389 skip the empty values, as TRUE would.
+    path = workbook({"A1": "a", "A3": "b", "B1": '=_xlfn.TEXTJOIN("-",,A1:A3)', "B2": '=_xlfn.TEXTJOIN("-",TRUE,A1:A3)'})
+    values = libreoffice.evaluate(path, [CellRef("Sheet1", 1, 2), CellRef("Sheet1", 2, 2)]).cells
+    assert values[CellRef("Sheet1", 1, 2)].reason == "unsupported-function"
+    assert values[CellRef("Sheet1", 2, 2)] == "a-b"
