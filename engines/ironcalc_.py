@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from openpyxl.utils.cell import column_index_from_string
+from openpyxl.utils.cell import range_boundaries
 
 from engines.base import CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues
 from engines.calls import calls
@@ -41,7 +41,8 @@ from engines.tools import PythonPackageEngine
 
 
 _LOOKUPS = frozenset({"VLOOKUP", "HLOOKUP", "XLOOKUP"})
-_CELL = re.compile(r"^(?:(?P<sheet>'(?:[^']|'')+'|[^!'\s()]+)!)?\$?(?P<column>[A-Za-z]{1,3})\$?(?P<row>\d+)$")
+_REFERENCE = re.compile(r"^(?:(?P<sheet>'(?:[^']|'')+'|[^!'\s()]+)!)?(?P<area>\$?[A-Za-z]{0,3}\$?\d*(?::\$?[A-Za-z]{0,3}\$?\d*)?)$")
+MAX_ROWS, MAX_COLUMNS = 1_048_576, 16_384
 
 # The bridge re-evaluates the workbook several times: past this, only what IronCalc lacks is bridged
 SLOW_EVALUATION_S = 3.0
@@ -200,24 +201,52 @@ def _in_cone(graph: FormulaGraph | None, skipped: dict[tuple[str, int, int], str
 
 
 def _lookups_of_empty_cells(model: Any, names: list[str]) -> dict[tuple[str, int, int], str]:
-    """Formula cells calling VLOOKUP, HLOOKUP or XLOOKUP of a cell that is empty, by function.
-    IronCalc then matches the first empty cell of the range; Excel does not (SpreadsheetBench
-    task 7902), and what it matches instead (LibreOffice: a "" result) regrade cannot say."""
+    """Formula cells calling VLOOKUP, HLOOKUP or XLOOKUP of an empty cell over a lookup range
+    that holds an empty cell too, by function. IronCalc then matches that empty cell; Excel
+    does not (SpreadsheetBench task 7902), and what it matches instead (LibreOffice: a ""
+    result) regrade cannot say. A range regrade cannot place counts as holding one."""
     found: dict[tuple[str, int, int], str] = {}
     for sheet, row, column in model.get_all_cells():
         formula = model.get_cell_formula(sheet, row, column)
         if not formula or "LOOKUP(" not in formula.upper():
             continue
         for call in calls(formula):
-            target = _CELL.match(call.args[0]) if call.name in _LOOKUPS and call.args else None
-            if target is None:
+            if call.name not in _LOOKUPS or len(call.args) < 2:
                 continue
-            named = target.group("sheet")
-            other = resolve_sheet(named.strip("'").replace("''", "'"), names) if named else names[sheet]
-            if other is not None and model.is_empty_cell(names.index(other), int(target.group("row")),
-                                                         column_index_from_string(target.group("column").upper())):
+            value = _area(call.args[0], names, sheet)
+            if value is None or value[1:3] != value[3:5] or not model.is_empty_cell(*value[:3]):
+                continue
+            lookup = _area(call.args[1], names, sheet)
+            if lookup is not None and call.name != "XLOOKUP":  # VLOOKUP looks in the first column, HLOOKUP the first row
+                index, top, left, bottom, right = lookup
+                lookup = (index, top, left, bottom, left) if call.name == "VLOOKUP" else (index, top, left, top, right)
+            if lookup is None or _holds_an_empty_cell(model, lookup):
                 found[(names[sheet], row, column)] = call.name
     return found
+
+
+def _area(text: str, names: list[str], home: int) -> tuple[int, int, int, int, int] | None:
+    """(sheet index, top, left, bottom, right) of a plain reference such as ``'My sheet'!$B:$C``."""
+    match = _REFERENCE.match(text.strip())
+    if match is None:
+        return None
+    named = match.group("sheet")
+    sheet = resolve_sheet(named.strip("'").replace("''", "'"), names) if named else names[home]
+    try:
+        left, top, right, bottom = range_boundaries(match.group("area").replace("$", ""))
+    except (ValueError, TypeError):
+        return None
+    if sheet is None:
+        return None
+    return names.index(sheet), top or 1, left or 1, bottom or MAX_ROWS, right or MAX_COLUMNS
+
+
+def _holds_an_empty_cell(model: Any, area: tuple[int, int, int, int, int]) -> bool:
+    index, top, left, bottom, right = area
+    _, last_row, _, last_column = model.get_sheet_dimensions(index)
+    if bottom > last_row or right > last_column or (bottom - top + 1) * (right - left + 1) > 100_000:
+        return True  # past the used range every cell is empty; a huge range is not read
+    return any(model.is_empty_cell(index, row, column) for row in range(top, bottom + 1) for column in range(left, right + 1))
 
 
 def _workbook_unknown_functions(model: Any) -> list[str]:

@@ -257,9 +257,12 @@ def test_a_lookup_of_an_empty_cell_is_an_abstention(workbook):
     # B1:B3 = (empty), x, (empty); D1 is empty. IronCalc's VLOOKUP(D1, B1:C3, 2, 0) matches B1,
     # the first empty cell, and answers 1; Excel does not match it (SpreadsheetBench 7902
     # caches #N/A's fallback there), and LibreOffice gives #N/A. E4 depends on E1.
+    # E5 looks D1 up in C1:C3, which holds no empty cell: #N/A, as in Excel, so IronCalc computes it.
     path = workbook({"B2": "x", "C1": 1, "C2": 2, "C3": 3, "E1": "=VLOOKUP(D1,B1:C3,2,0)",
-                     "E2": '=IFERROR(_xlfn.XLOOKUP(D1,B1:B3,C1:C3),"none")', "E3": '=VLOOKUP("x",B1:C3,2,0)', "E4": "=E1*2"})
-    values = IronCalcEngine().evaluate(path, [ref("E1"), ref("E2"), ref("E3"), ref("E4")]).cells
+                     "E2": '=IFERROR(_xlfn.XLOOKUP(D1,B1:B3,C1:C3),"none")', "E3": '=VLOOKUP("x",B1:C3,2,0)', "E4": "=E1*2",
+                     "E5": "=VLOOKUP(D1,C1:C3,1,0)"})
+    values = IronCalcEngine().evaluate(path, [ref("E1"), ref("E2"), ref("E3"), ref("E4"), ref("E5")]).cells
     assert [values[c].reason for c in (ref("E1"), ref("E2"), ref("E4"))] == ["unsupported-function"] * 3
     assert "VLOOKUP" in values[ref("E1")].detail
     assert values[ref("E3")] == 2  # x is in row 2
+    assert values[ref("E5")] == ExcelError("#N/A")
