@@ -15,7 +15,10 @@ regrade's set-up installs LibreOffice 25.2 (bookworm-backports on Debian 12), wh
 computes XLOOKUP, XMATCH, FILTER, SORT, SORTBY, UNIQUE, SEQUENCE and LET; Debian 12's own
 7.4 lacks them all. Either leaves functions it lacks (TEXTSPLIT, VSTACK, LAMBDA ... in
 25.2) lower-cased in a formula (abstention, ``unsupported-function``) and reports ``Err:5xx`` for formulas it
-cannot compile (abstention, ``engine-error``). ``#NAME?`` always abstains. Numbers come
+cannot compile (abstention, ``engine-error``). ``#NAME?`` always abstains. Before it
+computes, structured references become ranges and MOD gets Excel's precision
+(:mod:`engines.libreoffice_rewrites`); where it departs from Excel in ways regrade cannot
+mend (:data:`_DEPARTURES`), a cell whose cone holds such a call abstains. Numbers come
 back plain: LibreOffice formats a ``=TIME(6,0,0)`` cell as a time of its own accord,
 where the file says General; a date is a date when the file's format says so
 (:func:`regrade.grading.recomputed_view`).
@@ -43,10 +46,10 @@ from engines.base import (
 from engines.calls import Call, calls
 from engines.cones import abstain_on_external_links, load_graph
 from engines.isolation import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S
+from engines.libreoffice_rewrites import libreoffice_rewrites
 from engines.readings import unknown_functions
 from engines.screening import screen
 from engines.sheets import formula_texts, resolve_sheet
-from engines.libreoffice_rewrites import libreoffice_rewrites
 from engines.tools import version_output
 
 SYSTEM_PYTHON = "/usr/bin/python3"
