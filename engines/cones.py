@@ -270,6 +270,19 @@ def load_graph(path: Path) -> FormulaGraph | None:
         return None
 
 
+def plain_area(reference: str, home: str, sheets: list[str]) -> Area | None:
+    """The area of a plain reference (``B2``, ``'My sheet'!$B:$C``, ``3:5``) in a formula on
+    sheet ``home``; None for anything else (a name, an expression, an unknown sheet)."""
+    match = _QUALIFIED.match(reference.strip())
+    if match is None or "[" in reference:
+        return None
+    sheet: str | None = home
+    if match.group("sheet"):
+        quoted = match.group("sheet")
+        sheet = resolve_sheet(quoted[1:-1].replace("''", "'") if quoted.startswith("'") else quoted, sheets)
+    return _area(sheet, match.group("area")) if sheet is not None else None
+
+
 def _area(sheet: str, text: str) -> Area | None:
     plain = text.replace("$", "")
     if _CELL_OR_RANGE.match(text):

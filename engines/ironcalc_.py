@@ -20,16 +20,14 @@ reads a cached value, so the comparison policy sees both alike.
 from __future__ import annotations
 
 import functools
-import re
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from openpyxl.utils.cell import range_boundaries
-
 from engines.base import CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues
 from engines.calls import calls
-from engines.cones import Area, FormulaGraph, abstain_on_external_links, load_graph
+from engines.cones import Area, FormulaGraph, abstain_on_external_links, load_graph, plain_area
 from engines.ironcalc_bridge import Cell, bridge_functions
 from engines.ironcalc_rewrites import last_row_readers, rewrite_criteria_calls
 from engines.readings import number_value, unknown_functions
@@ -41,8 +39,6 @@ from engines.tools import PythonPackageEngine
 
 
 _LOOKUPS = frozenset({"VLOOKUP", "HLOOKUP", "XLOOKUP"})
-_REFERENCE = re.compile(r"^(?:(?P<sheet>'(?:[^']|'')+'|[^!'\s()]+)!)?(?P<area>\$?[A-Za-z]{0,3}\$?\d*(?::\$?[A-Za-z]{0,3}\$?\d*)?)$")
-MAX_ROWS, MAX_COLUMNS = 1_048_576, 16_384
 
 # The bridge re-evaluates the workbook several times: past this, only what IronCalc lacks is bridged
 SLOW_EVALUATION_S = 3.0
@@ -213,40 +209,26 @@ def _lookups_of_empty_cells(model: Any, names: list[str]) -> dict[tuple[str, int
         for call in calls(formula):
             if call.name not in _LOOKUPS or len(call.args) < 2:
                 continue
-            value = _area(call.args[0], names, sheet)
-            if value is None or value[1:3] != value[3:5] or not model.is_empty_cell(*value[:3]):
+            value = plain_area(call.args[0], names[sheet], names)
+            if value is None or (value.min_row, value.min_col) != (value.max_row, value.max_col) \
+                    or not model.is_empty_cell(names.index(value.sheet), value.min_row, value.min_col):
                 continue
-            lookup = _area(call.args[1], names, sheet)
+            lookup = plain_area(call.args[1], names[sheet], names)
             if lookup is not None and call.name != "XLOOKUP":  # VLOOKUP looks in the first column, HLOOKUP the first row
-                index, top, left, bottom, right = lookup
-                lookup = (index, top, left, bottom, left) if call.name == "VLOOKUP" else (index, top, left, top, right)
-            if lookup is None or _holds_an_empty_cell(model, lookup):
+                lookup = (replace(lookup, max_col=lookup.min_col) if call.name == "VLOOKUP"
+                          else replace(lookup, max_row=lookup.min_row))
+            if lookup is None or _holds_an_empty_cell(model, names.index(lookup.sheet), lookup):
                 found[(names[sheet], row, column)] = call.name
     return found
 
 
-def _area(text: str, names: list[str], home: int) -> tuple[int, int, int, int, int] | None:
-    """(sheet index, top, left, bottom, right) of a plain reference such as ``'My sheet'!$B:$C``."""
-    match = _REFERENCE.match(text.strip())
-    if match is None:
-        return None
-    named = match.group("sheet")
-    sheet = resolve_sheet(named.strip("'").replace("''", "'"), names) if named else names[home]
-    try:
-        left, top, right, bottom = range_boundaries(match.group("area").replace("$", ""))
-    except (ValueError, TypeError):
-        return None
-    if sheet is None:
-        return None
-    return names.index(sheet), top or 1, left or 1, bottom or MAX_ROWS, right or MAX_COLUMNS
-
-
-def _holds_an_empty_cell(model: Any, area: tuple[int, int, int, int, int]) -> bool:
-    index, top, left, bottom, right = area
+def _holds_an_empty_cell(model: Any, index: int, area: Area) -> bool:
     _, last_row, _, last_column = model.get_sheet_dimensions(index)
-    if bottom > last_row or right > last_column or (bottom - top + 1) * (right - left + 1) > 100_000:
+    height, width = area.max_row - area.min_row + 1, area.max_col - area.min_col + 1
+    if area.max_row > last_row or area.max_col > last_column or height * width > 100_000:
         return True  # past the used range every cell is empty; a huge range is not read
-    return any(model.is_empty_cell(index, row, column) for row in range(top, bottom + 1) for column in range(left, right + 1))
+    return any(model.is_empty_cell(index, row, column)
+               for row in range(area.min_row, area.max_row + 1) for column in range(area.min_col, area.max_col + 1))
 
 
 def _workbook_unknown_functions(model: Any) -> list[str]:
