@@ -27,7 +27,7 @@ from engines.base import (
 from engines.cones import Area, FormulaGraph, abstain_on_external_links
 from engines.screening import refusal
 from engines.sheets import mentions, resolve_sheet
-from engines.subtotals import computed_total, counts_nested_subtotals, meets_a_filter, skips_hidden_rows
+from engines.subtotals import computed_total, counts_nested_subtotals, is_direct_total, meets_a_filter, skips_hidden_rows
 from engines.tools import PythonPackageEngine
 
 
@@ -63,8 +63,10 @@ class PycelEngine(PythonPackageEngine):
         graph = FormulaGraph(book) if mentions(path, (b"SUBTOTAL(", b"AGGREGATE(")) else None
         if graph is not None:  # what a SUBTOTAL or AGGREGATE regrade may compute reads joins the cones
             for ref in addresses:
-                for area in graph.precedents((resolve_sheet(ref.sheet, names), ref.row, ref.column)).areas:
-                    _read_area(compiler, area)
+                cell = (resolve_sheet(ref.sheet, names), ref.row, ref.column)
+                if is_direct_total(graph.formulas.get(cell, "")):
+                    for area in graph.precedents(cell).areas:
+                        _read_area(compiler, area)
         recalculated = _recalculate(compiler)
         for ref, address in addresses.items():
             content = book[resolve_sheet(ref.sheet, names)].cell(ref.row, ref.column).value

@@ -99,6 +99,11 @@ def computed_total(graph: FormulaGraph, cell: Cell, read: ReadArea) -> object | 
     return aggregate(int(numbers[0]), int(numbers[1]), items, numbers[2] if len(numbers) > 2 else None)
 
 
+def is_direct_total(formula: str) -> bool:
+    """Whether :func:`computed_total` may compute a cell holding ``formula``."""
+    return _direct_call(formula) is not None
+
+
 def _direct_call(formula: str) -> tuple[str, list[float]] | None:
     """("SUBTOTAL" or "AGGREGATE", its numbers) of a formula that is one such call whose
     arguments are each a number or a reference, in the order the function takes them."""
