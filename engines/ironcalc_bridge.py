@@ -21,7 +21,8 @@ AVERAGEIF(S), MAXIFS,   (``"<>x"`` skips numbers and blanks) and uses only the f
 MINIFS                  array of criteria: bridged for such criteria
                         (:mod:`engines.functions.criteria`)
 INDEX at one end of a   IronCalc's INDEX gives no reference: ``SUM(A1:INDEX(A:A, n))`` is
-range                   ``#VALUE!``; regrade writes the cell INDEX points at
+range                   ``#VALUE!``; regrade writes the cell INDEX points at (an error
+                        at either end is the whole range's value)
 YEAR, MONTH, DAY,       IronCalc dates serials below 61 one day off and gives
 EOMONTH, EDATE          ``#NUM!`` for 0, an empty cell (:mod:`engines.functions.dates`)
 ======================  ===========================================================
@@ -125,8 +126,18 @@ class _Call:
     def replaced(self, text: str, tokens: dict[str, list[Token]]) -> str:
         """The formula with this call replaced by ``text``; its tokens are put in ``tokens``
         (re-reading a formula holding a long array literal is the bridge's largest cost)."""
-        replacement = Token(self.lead + text, Token.OPERAND, Token.RANGE)
-        spliced = self.tokens[: self.start] + [replacement] + self.tokens[self.end + 1 :]
+        start, end, lead = self.start, self.end, self.lead
+        if self.function == "INDEX":  # an error at either end of a range is the range's value: SUM(#N/A:B5) is #N/A
+            before = self.tokens[start - 1].value if lead == ":" and start > 0 else ""
+            after = self.tokens[end + 1] if end + 1 < len(self.tokens) else None
+            if before.startswith("#"):  # the near end, resolved before, is an error
+                start, lead, text = start - 1, "", before
+            elif text.startswith("#"):
+                start, lead = (start - 1 if lead == ":" else start), ""
+                if after is not None and after.type == Token.OPERAND and after.value.startswith(":"):
+                    end += 1  # INDEX(...):B5: the far end goes too
+        replacement = Token(lead + text, Token.OPERAND, Token.RANGE)
+        spliced = self.tokens[:start] + [replacement] + self.tokens[end + 1 :]
         formula = "=" + "".join(t.value for t in spliced)
         tokens[formula] = spliced
         return formula

@@ -266,3 +266,19 @@ def test_a_lookup_of_an_empty_cell_is_an_abstention(workbook):
     assert "VLOOKUP" in values[ref("E1")].detail
     assert values[ref("E3")] == 2  # x is in row 2
     assert values[ref("E5")] == ExcelError("#N/A")
+
+
+def test_an_error_at_either_end_of_an_index_range_is_the_ranges_value(workbook):
+    # SpreadsheetBench 42034: SUM(INDEX(..., MATCH(blank, ...)):INDEX(...)) is #N/A in Excel (IFNA
+    # turns it into ""); written as a plain error end, IronCalc made it #VALUE!.
+    # A1:A3 = 1, 2, 4; B1 = "x". MATCH("zz", ...) finds nothing: #N/A.
+    path = workbook({"A1": 1, "A2": 2, "A3": 4, "B1": "x",
+                     "C1": '=_xlfn.IFNA(SUM(INDEX(A1:A3,MATCH("zz",B1:B3,0)):INDEX(A1:A3,3)),"")',
+                     "C2": '=_xlfn.IFNA(SUM(INDEX(A1:A3,2):INDEX(A1:A3,MATCH("zz",B1:B3,0))),"")',
+                     "C3": '=SUM(INDEX(A1:A3,MATCH("zz",B1:B3,0)):A3)',
+                     "C4": '=SUM(A1:INDEX(A1:A3,MATCH("zz",B1:B3,0)))',
+                     "C5": '=SUM(INDEX(A1:A3,2):INDEX(A1:A3,3))'})
+    values = IronCalcEngine().evaluate(path, [ref(c) for c in ("C1", "C2", "C3", "C4", "C5")]).cells
+    assert values[ref("C1")] == "" and values[ref("C2")] == ""
+    assert values[ref("C3")] == ExcelError("#N/A") and values[ref("C4")] == ExcelError("#N/A")
+    assert values[ref("C5")] == 6  # A2 + A3 = 2 + 4
