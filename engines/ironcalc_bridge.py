@@ -25,6 +25,10 @@ range                   ``#VALUE!``; regrade writes the cell INDEX points at (an
                         at either end is the whole range's value)
 YEAR, MONTH, DAY,       IronCalc dates serials below 61 one day off and gives
 EOMONTH, EDATE          ``#NUM!`` for 0, an empty cell (:mod:`engines.functions.dates`)
+TEXT of text            IronCalc returns text unchanged: numeric text is not read as its
+                        number, the format's text section is not applied; regrade does
+                        both and leaves the numbers for IronCalc to format
+                        (:mod:`engines.functions.text`)
 ======================  ===========================================================
 
 Every formula holding such a call is resolved innermost call first, all formulas at
@@ -65,6 +69,7 @@ from engines.functions.aggregate import Item, aggregate
 from engines.functions.criteria import conditional
 from engines.functions.dates import day, edate, eomonth, month, year
 from engines.functions.lookup import NA, NotImplementedMode, lookup, xlookup, xmatch
+from engines.functions.text import text_input
 from engines.functions.values import as_number, general_text
 
 MAX_PASSES = 6
@@ -76,7 +81,7 @@ MAX_ROWS = 1_048_576
 VALUE = ExcelError("#VALUE!")
 _CANDIDATE = re.compile(
     r"(?<![A-Za-z0-9_.])(?:_xlfn\.)?(?:aggregate|subtotal|xlookup|xmatch|lookup|sum|average|min|max|count|small|large"
-    r"|is[a-z]+|n|not|mod|match|countifs?|sumifs?|averageifs?|maxifs|minifs|year|month|day|eomonth|edate|textjoin)\(",
+    r"|is[a-z]+|n|not|mod|match|countifs?|sumifs?|averageifs?|maxifs|minifs|year|month|day|eomonth|edate|textjoin|text)\(",
     re.IGNORECASE,
 )
 _INDEX_AS_REFERENCE = re.compile(r"(?:[:]\s*(?:_xlfn\.)?index\(|index\(.*\)\s*:)", re.IGNORECASE)  # A1:INDEX(...)
@@ -477,6 +482,8 @@ def _compute(call: _Call, args: list[Argument | None], copy: Any) -> str | None:
         return None
     if result is None:
         return None
+    if isinstance(result, _Formula):
+        return result.text
     if isinstance(result, _Slice):
         if call.lead:  # the far end of a range is written without its sheet, which must be the caller's
             return result.render(copy, with_sheet=False) if result.area[0] == call.cell[0] else None
@@ -547,6 +554,13 @@ def _subtotal(args: list[Argument]) -> object:
         return VALUE  # SUBTOTAL takes references only
     number = int(function)
     return aggregate(number % 100, 1 if number > 100 else 0, [i for a in args[1:] for i in a.items()])
+
+
+@dataclass(frozen=True)
+class _Formula:
+    """A formula text that replaces a call as it is."""
+
+    text: str
 
 
 @dataclass(frozen=True)
@@ -669,6 +683,20 @@ def _textjoin(args: list[Argument]) -> object:
                 parts.append(text)
     joined = parts[0].join(parts[1:])
     return VALUE if len(joined) > 32767 else joined
+
+
+def _text(args: list[Argument]) -> object:
+    """TEXT(value, format) with text values read or shown as Excel does; what is left to
+    format is given back to IronCalc's TEXT as literals."""
+    if len(args) != 2:
+        return VALUE
+    if len(args[1].rows) != 1 or len(args[1].rows[0]) != 1:
+        raise NotImplementedMode("an array of formats")
+    values = _elementwise(text_input)(args)
+    grid = values if isinstance(values, list) else [[values]]
+    if all(isinstance(v, (str, ExcelError)) for row in grid for v in row):
+        return values
+    return _Formula(f"TEXT({_literal(values)},{_literal(args[1].scalar)})")
 
 
 def _as_text(value: object) -> str:
@@ -880,6 +908,12 @@ def _is_reference(text: str) -> bool:
     return _REFERENCE.match(text.replace(" ", "")) is not None
 
 
+def _is_literal(text: str) -> bool:
+    """A number (in parentheses, as the bridge writes a negative one), a text, an array or a logical value."""
+    bare = text.strip().removeprefix("(").removesuffix(")").strip()
+    return bool(_NUMBER.match(bare)) or bare.startswith(('"', "{", "#")) or bare.upper() in ("TRUE", "FALSE")
+
+
 def _is_expression(text: str) -> bool:
     return not (_NUMBER.match(text) or _REFERENCE.match(text.replace(" ", "")) or text.startswith('"') or text == "")
 
@@ -894,6 +928,9 @@ _FUNCTIONS: dict[str, _Function] = {
     "XMATCH": _Function(lambda args, _: True, _xmatch),
     "LOOKUP": _Function(lambda args, _: len(args) >= 2 and _is_expression(args[1]), _lookup),
     "TEXTJOIN": _Function(lambda args, _: len(args) >= 3 and any(_is_expression(a) for a in args[2:]), _textjoin),
+    # a range outside an array context is met by implicit intersection, which regrade leaves to IronCalc
+    "TEXT": _Function(lambda args, in_array: len(args) == 2 and not _is_literal(args[0])
+                      and (in_array or ":" not in args[0]), _text),
     **{name: _Function(lambda args, in_array: _array_argument(args, in_array, 1), _over_array(number))
        for name, number in (("AVERAGE", 1), ("COUNT", 2), ("MAX", 4), ("MIN", 5), ("SUM", 9))},
     # SMALL and LARGE also over an array of k, which IronCalc has not implemented (#N/IMPL!)
