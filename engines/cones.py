@@ -68,6 +68,7 @@ class Precedents:
     functions: set[str] = field(default_factory=set)
     open: bool = False
     external: bool = False  # reads another workbook: [1]Data!A1
+    computed_names: set[str] = field(default_factory=set)  # defined names that are not one plain reference
 
 
 @dataclass
@@ -78,6 +79,7 @@ class Cone:
     functions: set[str] = field(default_factory=set)
     open: bool = False  # some reference could not be placed: it may read anything
     external: bool = False  # some formula reads another workbook
+    computed_names: set[str] = field(default_factory=set)  # defined names that are a formula or a constant
 
 
 class FormulaGraph:
@@ -129,6 +131,7 @@ class FormulaGraph:
             cone.functions |= found.functions
             cone.open |= found.open
             cone.external |= found.external
+            cone.computed_names |= found.computed_names
             for area in found.areas:
                 pending.extend(c for c in self._formulas_in(area) if c not in cone.cells)
         return cone
@@ -232,11 +235,14 @@ class FormulaGraph:
         if depth > 20:
             found.open = True
             return
+        if plain_area(definition.removeprefix("="), sheet, self.sheets) is None:
+            found.computed_names.add(area_text)
         inner = self._read(definition, sheet, depth + 1)
         found.areas.extend(inner.areas)
         found.functions |= inner.functions
         found.open |= inner.open
         found.external |= inner.external
+        found.computed_names |= inner.computed_names
 
 
 def abstain_on_external_links(path: Path, values: WorkbookValues) -> WorkbookValues:

@@ -11,7 +11,10 @@ compute a cell, regrade abstains instead of reporting a wrong value:
   an erroring target abstains when a formula in its dependency cone
   (:mod:`engines.cones`) holds one: the error may come from there;
 - ``#ERROR!`` is IronCalc's own parse-failure marker, not an Excel error
-  (structured references from tables written by openpyxl end up here).
+  (structured references from tables written by openpyxl end up here);
+- IronCalc evaluates a defined name only when it is one reference: a cell whose cone
+  reads a name defined by a formula or a constant (``{0,1,2}``, ``Sheet1!$A$1*2``)
+  abstains (IronCalc gives ``#NAME?``, or 0).
 
 Numbers in date or time formats become ``datetime``/``time`` exactly as openpyxl
 reads a cached value, so the comparison policy sees both alike.
@@ -75,6 +78,7 @@ class IronCalcEngine(PythonPackageEngine):
         mentioned = mentions(path, (b"SUBTOTAL(", b"filterColumn", b"LOOKUP("))  # a quick look before the graph
         filtered = {b"SUBTOTAL(", b"filterColumn"} <= mentioned
         empty_lookups = _lookups_of_empty_cells(model, names) if b"LOOKUP(" in mentioned else {}
+        computed_names = any(plain_area(n["formula"], names[0], names) is None for n in model.get_defined_name_list())
         result = WorkbookValues(sheet_names=names)
         for ref in cells:
             sheet = resolve_sheet(ref.sheet, names)
@@ -90,6 +94,9 @@ class IronCalcEngine(PythonPackageEngine):
                 own_unknown = unknown_functions(computed_formula or "")  # what IronCalc computed, after rewrites
                 if own_unknown:
                     value = CannotEvaluate("unsupported-function", f"IronCalc lacks {', '.join(own_unknown)}")
+                elif computed_names and (read := _computed_names_read(graph(), cell)):
+                    value = CannotEvaluate("unsupported-name", f"IronCalc cannot evaluate {read}: a defined name "
+                                           "that is a formula or a constant, not one reference")
                 elif skipped and (left := _in_cone(graph(), skipped, cell)):
                     value = CannotEvaluate("unsupported-function", f"IronCalc gets {', '.join(left)} wrong in places, "
                                            "and the bridge could not compute it here (a workbook too slow, "
@@ -194,6 +201,15 @@ def _in_cone(graph: FormulaGraph | None, skipped: dict[tuple[str, int, int], str
     if graph is None:
         return sorted(set(skipped.values()))
     return sorted({skipped[place] for place in graph.cells_in_cone([cell]) if place in skipped})
+
+
+def _computed_names_read(graph: FormulaGraph | None, cell: tuple[str, int, int]) -> str:
+    """The names defined by a formula or a constant the cell's value may depend on ("" for
+    none); when the file cannot be traced or the cone is open, it may read any of them."""
+    cone = graph.cone([cell]) if graph is not None else None
+    if cone is not None and cone.computed_names:
+        return ", ".join(sorted(cone.computed_names))
+    return "what it reads" if cone is None or cone.open else ""
 
 
 def _lookups_of_empty_cells(model: Any, names: list[str]) -> dict[tuple[str, int, int], str]:

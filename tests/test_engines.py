@@ -282,3 +282,41 @@ def test_an_error_at_either_end_of_an_index_range_is_the_ranges_value(workbook):
     assert values[ref("C1")] == "" and values[ref("C2")] == ""
     assert values[ref("C3")] == ExcelError("#N/A") and values[ref("C4")] == ExcelError("#N/A")
     assert values[ref("C5")] == 6  # A2 + A3 = 2 + 4
+
+
+def test_text_of_numeric_text_and_text_sections_is_bridged(workbook):
+    from openpyxl.worksheet.formula import ArrayFormula
+
+    # IronCalc's TEXT gives text back unchanged. Excel reads "0405" as 405 (SpreadsheetBench
+    # 49467: "04:05 am" + 0.5 is 16:05, 0.670138889) and shows text with the fourth section
+    # (57716: TEXT("ab","0;;;\0") is "0"). A1 = "0405 pm"; B1:D1 = "x100", "ab", (empty).
+    path = workbook({"A1": "0405 pm", "B1": "x100", "C1": "ab",
+                     "A2": '=TEXT(LEFT(A1,4),"00\\:00 \\a\\m")+IF(RIGHT(A1,2)="pm",0.5)',
+                     "A3": '=SUMPRODUCT(--TEXT(RIGHT(B1:D1,3),"0;;;\\0"))',
+                     "A4": ArrayFormula("A4", '=_xlfn.TEXTJOIN("|",FALSE,TEXT(B1:D1,"0.0;;;\\[@\\]"))'),
+                     "A5": '=TEXT(A1,"0")'})
+    values = IronCalcEngine().evaluate(path, [ref("A2"), ref("A3"), ref("A4"), ref("A5")]).cells
+    assert values[ref("A2")] == pytest.approx(0.5 + (4 * 60 + 5) / 1440)  # noon plus 04:05
+    assert values[ref("A3")] == 100  # "100" + "0" (for "ab") + "0" (for "")
+    assert values[ref("A4")] == "[x100]|[ab]|"  # the empty cell is 0, and the zero section is empty
+    assert values[ref("A5")] == "0405 pm"  # no text section: the text as it is
+
+
+def test_a_cell_that_reads_a_name_defined_by_a_formula_or_constant_is_an_abstention(tmp_path):
+    import openpyxl
+    from openpyxl.workbook.defined_name import DefinedName
+
+    # IronCalc evaluates only names that are one reference: SUM(Days) over {0,1,2} is #NAME?
+    # (SpreadsheetBench 57716), and Twice (=Sheet1!$A$1*2) is 0 where Excel gives 6.
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.title = "Sheet1"
+    sheet["A1"] = 3
+    for name, definition in (("Days", "{0,1,2}"), ("Twice", "Sheet1!$A$1*2"), ("First", "Sheet1!$A$1")):
+        book.defined_names[name] = DefinedName(name, attr_text=definition)
+    sheet["B1"], sheet["B2"], sheet["B3"], sheet["B4"] = "=SUM(Days)", "=IFERROR(Twice,0)", "=B2+1", "=First+1"
+    book.save(tmp_path / "names.xlsx")
+    values = IronCalcEngine().evaluate(tmp_path / "names.xlsx", [ref(c) for c in ("B1", "B2", "B3", "B4")]).cells
+    assert [values[ref(c)].reason for c in ("B1", "B2", "B3")] == ["unsupported-name"] * 3
+    assert "Twice" in values[ref("B3")].detail
+    assert values[ref("B4")] == 4  # A1 + 1: a name for one reference IronCalc reads
