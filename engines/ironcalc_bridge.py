@@ -714,16 +714,18 @@ def _as_text(value: object) -> str:
 
 def _over_array(number: int) -> Callable[[list[Argument]], object]:
     """SUM, AVERAGE ... of one array argument (SMALL and LARGE: and k, element by element over an
-    array of k), as AGGREGATE ignoring nothing."""
+    array of k), as AGGREGATE ignoring nothing; COUNT, which counts numbers, ignores errors
+    (COUNT(1/FREQUENCY(...)) counts the distinct values, task 57090)."""
+    options = 6 if number == 2 else 4
 
     def compute(args: list[Argument]) -> object:
         items = [Item(v) for row in args[0].rows for v in row]
         if number >= 14:
             def one(k: object) -> object:
-                return k if isinstance(k, ExcelError) else aggregate(number, 4, items, k) if isinstance(k, float) else VALUE
+                return k if isinstance(k, ExcelError) else aggregate(number, options, items, k) if isinstance(k, float) else VALUE
 
             return _elementwise(one)([args[1]])
-        return aggregate(number, 4, items)
+        return aggregate(number, options, items)
 
     return compute
 

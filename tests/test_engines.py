@@ -320,3 +320,17 @@ def test_a_cell_that_reads_a_name_defined_by_a_formula_or_constant_is_an_abstent
     assert [values[ref(c)].reason for c in ("B1", "B2", "B3")] == ["unsupported-name"] * 3
     assert "Twice" in values[ref("B3")].detail
     assert values[ref("B4")] == 4  # A1 + 1: a name for one reference IronCalc reads
+
+
+def test_count_over_a_computed_array_ignores_its_errors(workbook):
+    from openpyxl.worksheet.formula import ArrayFormula
+
+    # SpreadsheetBench 57090 counts distinct values with COUNT(1/FREQUENCY(...)); the bridge's
+    # COUNT returned the first #DIV/0!. A1:A5 = 1, 2, 2, 3, 5: FREQUENCY over itself is
+    # {1;2;0;1;1;0}, so 1/... has four numbers and two #DIV/0!.
+    path = workbook({"A1": 1, "A2": 2, "A3": 2, "A4": 3, "A5": 5,
+                     "B1": ArrayFormula("B1", "=COUNT(1/FREQUENCY(A1:A5,A1:A5))"),
+                     "B2": ArrayFormula("B2", "=SUM(1/FREQUENCY(A1:A5,A1:A5))")})
+    values = IronCalcEngine().evaluate(path, [ref("B1"), ref("B2")]).cells
+    assert values[ref("B1")] == 4
+    assert values[ref("B2")] == ExcelError("#DIV/0!")  # SUM does not ignore them
