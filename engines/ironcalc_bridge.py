@@ -6,8 +6,8 @@ SUBTOTAL 110 and 111    IronCalc counts hidden rows in them
 XLOOKUP, XMATCH         IronCalc gives ``#VALUE!`` for a two-dimensional return
                         array and misses wildcard matches over computed arrays
                         (:mod:`engines.functions.lookup`)
-LOOKUP over a computed  IronCalc misses ``LOOKUP(2, 1/(condition), result)``
-array
+LOOKUP                  IronCalc misses ``LOOKUP(2, 1/(condition), result)`` and
+                        answers 0 over a range ending in empty cells (``LOOKUP(9^9, D1:E1)``)
 SUM, AVERAGE, MIN, MAX, IronCalc mishandles an array computed inside an array
 COUNT, SMALL, LARGE     formula (``AVERAGE(IF(A2:A9=x, B2:E9))``); bridged only there,
                         over such an argument; SMALL and LARGE also over an array of k
@@ -644,8 +644,9 @@ def _xmatch(args: list[Argument]) -> object:
 def _lookup(args: list[Argument]) -> object:
     if not 2 <= len(args) <= 3:
         return VALUE
-    value = args[0].scalar
-    found = lookup(value, args[1].rows, args[2].rows if len(args) == 3 else None)
+    if len(args[0].rows) != 1 or len(args[0].rows[0]) != 1:
+        raise NotImplementedMode("an array of lookup values")
+    found = lookup(args[0].scalar, args[1].rows, args[2].rows if len(args) == 3 else None)
     if isinstance(found, ExcelError):
         return found
     position, answer = found
@@ -928,7 +929,8 @@ _FUNCTIONS: dict[str, _Function] = {
     "SUBTOTAL": _Function(lambda args, _: not _SUBTOTAL_BY_IRONCALC.fullmatch(args[0]), _subtotal),
     "XLOOKUP": _Function(lambda args, _: True, _xlookup),
     "XMATCH": _Function(lambda args, _: True, _xmatch),
-    "LOOKUP": _Function(lambda args, _: len(args) >= 2 and _is_expression(args[1]), _lookup),
+    # over a reference too: IronCalc answers 0 when the range ends in empty cells (LOOKUP(9^9, D1:E1), task 59160)
+    "LOOKUP": _Function(lambda args, _: 2 <= len(args) <= 3, _lookup),
     "TEXTJOIN": _Function(lambda args, _: len(args) >= 3 and any(_is_expression(a) for a in args[2:]), _textjoin),
     # a range outside an array context is met by implicit intersection, which regrade leaves to IronCalc
     "TEXT": _Function(lambda args, in_array: len(args) == 2 and not _is_literal(args[0])

@@ -334,3 +334,14 @@ def test_count_over_a_computed_array_ignores_its_errors(workbook):
     values = IronCalcEngine().evaluate(path, [ref("B1"), ref("B2")]).cells
     assert values[ref("B1")] == 4
     assert values[ref("B2")] == ExcelError("#DIV/0!")  # SUM does not ignore them
+
+
+def test_lookup_over_a_range_that_ends_in_empty_cells(workbook):
+    # SpreadsheetBench 59160: LOOKUP(9^9, D1:E1), the last number of the row, with E1 empty.
+    # IronCalc answered 0; Excel skips the empty cells: 44114 (A1), and B3's result vector gives "b".
+    path = workbook({"A1": 44114, "C1": "x", "A2": "a", "B2": "b", "C2": "c",
+                     "A3": "=LOOKUP(9^9,A1:B1)", "B3": "=LOOKUP(9^9,A1:D1,A2:D2)", "C3": '=LOOKUP("zz",A1:D1)'})
+    values = IronCalcEngine().evaluate(path, [ref("A3"), ref("B3"), ref("C3")]).cells
+    assert values[ref("A3")] == 44114
+    assert values[ref("B3")] == "a"  # the only number is in column A
+    assert values[ref("C3")] == "x"  # the last text, C1
