@@ -193,6 +193,15 @@ class _Departure:
     function: str
     departs: Callable[[Call], bool]
     why: str
+    only_on_error: bool = False  # a cell abstains only when LibreOffice's value is an error
+
+
+_TAKES_A_DATE = ("DATEVALUE", "DAY", "MONTH", "YEAR", "EOMONTH", "EDATE", "WEEKDAY", "WEEKNUM", "DAYS", "YEARFRAC")
+
+
+def _date_built_from_text(call: Call) -> bool:
+    """A date argument joined from text (``EOMONTH(1&"Jan"&2016, 0)``)."""
+    return bool(call.args) and "&" in _QUOTED.sub("", call.args[0])
 
 
 def _approximate_match_over_computed_array(call: Call) -> bool:
@@ -208,6 +217,10 @@ _DEPARTURES = (
     # Excel's caches in task 44389 read it as TRUE; LibreOffice reads FALSE; regrade does not settle it
     _Departure("TEXTJOIN", lambda call: len(call.args) >= 2 and call.args[1] == "",
                "TEXTJOIN's ignore_empty is written as nothing, which LibreOffice reads as FALSE and Excel may not"),
+    # "1Jan2016" is a date to Excel (the caches of task 46646), #VALUE! to LibreOffice; where
+    # LibreOffice reads the text, it reads it as Excel does (task 55392: "1-JAN"&year)
+    *(_Departure(name, _date_built_from_text, f"{name} of a date joined from text: LibreOffice reads fewer texts "
+                 "as dates than Excel (\"1Jan2016\")", only_on_error=True) for name in _TAKES_A_DATE),
 )
 
 
@@ -223,8 +236,10 @@ def _abstain_on_departures(path: Path, values: WorkbookValues) -> WorkbookValues
         return values
     for ref in values.formulas:
         sheet = resolve_sheet(ref.sheet, graph.sheets)
-        cone = graph.formulas_in_cone([(sheet, ref.row, ref.column)]) if sheet is not None else []
-        found = next((d for d in present for text in cone if _departure(d, text)), None)
+        errs = isinstance(values.cells.get(ref), ExcelError)
+        relevant = [d for d in present if errs or not d.only_on_error]
+        cone = graph.formulas_in_cone([(sheet, ref.row, ref.column)]) if sheet is not None and relevant else []
+        found = next((d for d in relevant for text in cone if _departure(d, text)), None)
         if found is not None:
             values.cells[ref] = CannotEvaluate("unsupported-function", found.why)
     return values

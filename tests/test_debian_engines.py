@@ -334,3 +334,13 @@ def test_libreoffice_abstains_on_textjoin_with_ignore_empty_written_as_nothing(l
     values = libreoffice.evaluate(path, [CellRef("Sheet1", 1, 2), CellRef("Sheet1", 2, 2)]).cells
     assert values[CellRef("Sheet1", 1, 2)].reason == "unsupported-function"
     assert values[CellRef("Sheet1", 2, 2)] == "a-b"
+
+
+def test_libreoffice_abstains_on_an_error_from_a_date_joined_from_text(libreoffice, workbook):
+    # SpreadsheetBench 46646: EOMONTH(1&"Jan"&2016, 0) is 31 Jan 2016 to Excel (DAY gives 31),
+    # #VALUE! to LibreOffice, which does not read "1Jan2016" as a date. "1-Jan-2016" it reads,
+    # as Excel does: 2016-01-31 is serial 42400.
+    path = workbook({"A1": "Jan", "A2": 2016, "B1": "=DAY(EOMONTH(1&A1&A2,0))", "B2": '=EOMONTH("1-"&A1&"-"&A2,0)'})
+    values = libreoffice.evaluate(path, [CellRef("Sheet1", 1, 2), CellRef("Sheet1", 2, 2)]).cells
+    assert values[CellRef("Sheet1", 1, 2)].reason == "unsupported-function"
+    assert values[CellRef("Sheet1", 2, 2)] == 42400
