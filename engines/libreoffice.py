@@ -193,9 +193,10 @@ class _Departure:
     function: str
     departs: Callable[[Call], bool]
     why: str
-    only_on_error: bool = False  # a cell abstains only when LibreOffice's value is an error
+    only_on: ExcelError | None = None  # a cell abstains only when LibreOffice's value is this error
 
 
+_VALUE = ExcelError("#VALUE!")
 _TAKES_A_DATE = ("DATEVALUE", "DAY", "MONTH", "YEAR", "EOMONTH", "EDATE", "WEEKDAY", "WEEKNUM", "DAYS", "YEARFRAC")
 
 
@@ -220,7 +221,10 @@ _DEPARTURES = (
     # "1Jan2016" is a date to Excel (the caches of task 46646), #VALUE! to LibreOffice; where
     # LibreOffice reads the text, it reads it as Excel does (task 55392: "1-JAN"&year)
     *(_Departure(name, _date_built_from_text, f"{name} of a date joined from text: LibreOffice reads fewer texts "
-                 "as dates than Excel (\"1Jan2016\")", only_on_error=True) for name in _TAKES_A_DATE),
+                 "as dates than Excel (\"1Jan2016\")", only_on=_VALUE) for name in _TAKES_A_DATE),
+    # k beyond the count: #NUM! in Excel, #VALUE! in LibreOffice (task 15825: INDEX(..., SMALL(IF(...), ROWS(...))))
+    *(_Departure(name, lambda call: True, f"LibreOffice's {name} gives #VALUE! where Excel gives #NUM! (k beyond the count)",
+                 only_on=_VALUE) for name in ("SMALL", "LARGE")),
 )
 
 
@@ -236,8 +240,7 @@ def _abstain_on_departures(path: Path, values: WorkbookValues) -> WorkbookValues
         return values
     for ref in values.formulas:
         sheet = resolve_sheet(ref.sheet, graph.sheets)
-        errs = isinstance(values.cells.get(ref), ExcelError)
-        relevant = [d for d in present if errs or not d.only_on_error]
+        relevant = [d for d in present if d.only_on is None or d.only_on == values.cells.get(ref)]
         cone = graph.formulas_in_cone([(sheet, ref.row, ref.column)]) if sheet is not None and relevant else []
         found = next((d for d in relevant for text in cone if _departure(d, text)), None)
         if found is not None:

@@ -344,3 +344,13 @@ def test_libreoffice_abstains_on_an_error_from_a_date_joined_from_text(libreoffi
     values = libreoffice.evaluate(path, [CellRef("Sheet1", 1, 2), CellRef("Sheet1", 2, 2)]).cells
     assert values[CellRef("Sheet1", 1, 2)].reason == "unsupported-function"
     assert values[CellRef("Sheet1", 2, 2)] == 42400
+
+
+def test_libreoffice_abstains_on_value_error_where_small_runs_out(libreoffice, workbook):
+    # SMALL(array, k) with k beyond the count is #NUM! in Excel (SpreadsheetBench 15825 caches
+    # #NUM! for INDEX(..., SMALL(IF(...), ROWS(...)))) and #VALUE! in LibreOffice. A1:A3 = 1, 2, 3.
+    path = workbook({"A1": 1, "A2": 2, "A3": 3, "B1": "=SMALL(A1:A3,5)", "B2": "=LARGE(A1:A3,2)", "B3": "=SMALL(A1:A3,0.5)"})
+    values = libreoffice.evaluate(path, [CellRef("Sheet1", row, 2) for row in (1, 2, 3)]).cells
+    assert values[CellRef("Sheet1", 1, 2)].reason == "unsupported-function"
+    assert values[CellRef("Sheet1", 2, 2)] == 2  # the second largest
+    assert values[CellRef("Sheet1", 3, 2)].reason == "unsupported-function"  # k below 1: #NUM! in Excel too
