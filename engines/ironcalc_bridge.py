@@ -71,6 +71,7 @@ from engines.functions.dates import day, edate, eomonth, month, year
 from engines.functions.lookup import NA, NotImplementedMode, lookup, xlookup, xmatch
 from engines.functions.text import text_input
 from engines.functions.values import as_number, general_text
+from engines.readings import unknown_functions
 
 MAX_PASSES = 6
 MAX_LEVELS = 100
@@ -174,7 +175,8 @@ def bridge_functions(model: Any, array_cells: set[Cell] = frozenset(), only_miss
     for sheet, row, column in model.get_all_cells():
         formula = _repair_rendering(model.get_cell_formula(sheet, row, column))
         cell = (sheet, row, column)
-        if formula and (_CANDIDATE.search(formula) or _INDEX_AS_REFERENCE.search(formula)):
+        if formula and (_CANDIDATE.search(formula) or _INDEX_AS_REFERENCE.search(formula)) \
+                and not set(unknown_functions(formula)) - _FUNCTIONS.keys():  # those IronCalc lacks stay, to abstain on
             call = _innermost(cell, formula, cell in array_cells)
             if call is not None:
                 functions[cell] = call.function

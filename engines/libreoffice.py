@@ -222,6 +222,8 @@ _DEPARTURES = (
     # LibreOffice reads the text, it reads it as Excel does (task 55392: "1-JAN"&year)
     *(_Departure(name, _date_built_from_text, f"{name} of a date joined from text: LibreOffice reads fewer texts "
                  "as dates than Excel (\"1Jan2016\")", only_on=_VALUE) for name in _TAKES_A_DATE),
+    # LibreOffice's FILTERXML gives the first node only, in an array formula too (task 54144)
+    _Departure("FILTERXML", lambda call: True, "LibreOffice's FILTERXML gives the first match only, where Excel gives all"),
     # k beyond the count: #NUM! in Excel, #VALUE! in LibreOffice (task 15825: INDEX(..., SMALL(IF(...), ROWS(...))))
     *(_Departure(name, lambda call: True, f"LibreOffice's {name} gives #VALUE! where Excel gives #NUM! (k beyond the count)",
                  only_on=_VALUE) for name in ("SMALL", "LARGE")),

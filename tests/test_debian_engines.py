@@ -354,3 +354,16 @@ def test_libreoffice_abstains_on_value_error_where_small_runs_out(libreoffice, w
     assert values[CellRef("Sheet1", 1, 2)].reason == "unsupported-function"
     assert values[CellRef("Sheet1", 2, 2)] == 2  # the second largest
     assert values[CellRef("Sheet1", 3, 2)].reason == "unsupported-function"  # k below 1: #NUM! in Excel too
+
+
+def test_libreoffice_abstains_on_filterxml(libreoffice, workbook):
+    from openpyxl.worksheet.formula import ArrayFormula
+
+    # SpreadsheetBench 54144: Excel's FILTERXML gives every <m>, so SUMIFS sums D1 + D2 = 3;
+    # LibreOffice's gives the first only (1). C1:D2 = a 1, b 2.
+    path = workbook({"C1": "a", "C2": "b", "D1": 1, "D2": 2,
+                     "F1": ArrayFormula("F1", '=SUM(SUMIFS(D1:D2,C1:C2,_xlfn.FILTERXML("<k><m>a</m><m>b</m></k>","//m")))'),
+                     "F2": ArrayFormula("F2", '=SUM(SUMIFS(D1:D2,C1:C2,{"a","b"}))')})
+    values = libreoffice.evaluate(path, [CellRef("Sheet1", 1, 6), CellRef("Sheet1", 2, 6)]).cells
+    assert "FILTERXML" in values[CellRef("Sheet1", 1, 6)].detail
+    assert values[CellRef("Sheet1", 2, 6)] == 3

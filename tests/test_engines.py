@@ -345,3 +345,14 @@ def test_lookup_over_a_range_that_ends_in_empty_cells(workbook):
     assert values[ref("A3")] == 44114
     assert values[ref("B3")] == "a"  # the only number is in column A
     assert values[ref("C3")] == "x"  # the last text, C1
+
+
+def test_a_bridged_call_over_a_function_ironcalc_lacks_is_an_abstention(workbook):
+    from openpyxl.worksheet.formula import ArrayFormula
+
+    # SpreadsheetBench 54144: SUM(SUMIFS(D:D, C:C, FILTERXML(...))). IronCalc lacks FILTERXML;
+    # the bridge computed SUMIFS over its #NAME? and wrote 0, which hid the missing function.
+    path = workbook({"C1": "a", "C2": "b", "D1": 1, "D2": 2,
+                     "F1": ArrayFormula("F1", '=SUM(SUMIFS(D1:D2,C1:C2,_xlfn.FILTERXML("<k><m>a</m><m>b</m></k>","//m")))')})
+    value = IronCalcEngine().evaluate(path, [ref("F1")]).cells[ref("F1")]
+    assert value.reason == "unsupported-function" and "FILTERXML" in value.detail
