@@ -41,6 +41,7 @@ VOLATILE_FUNCTIONS = frozenset({"TODAY", "NOW", "RAND", "RANDBETWEEN", "RANDARRA
 DYNAMIC_REFERENCE_FUNCTIONS = frozenset({"INDIRECT", "OFFSET"})
 MAX_ROWS = 1_048_576
 MAX_COLUMNS = 16_384
+MAX_SPILL_CELLS = 100_000
 _PREFIXES = ("_XLFN.", "_XLWS.")
 _QUALIFIED = re.compile(r"^(?:(?P<sheet>'(?:[^']|'')+'|[^!'\[\]:]+)!)?(?P<area>[^!]+)$")
 _CELL_OR_RANGE = re.compile(r"^\$?[A-Za-z]{1,3}\$?\d+(?::\$?[A-Za-z]{1,3}\$?\d+)?$")
@@ -95,6 +96,7 @@ class FormulaGraph:
                     text = formula_text(cell.value)
                     if text is not None:
                         self.formulas[(ws.title, cell.row, cell.column)] = text
+                        self._spill(ws.title, getattr(cell.value, "ref", None), text)
         self.tables: dict[str, TablePart] = table_parts(book)
         self.hidden_rows: dict[str, HiddenRows] = hidden_rows(book)
         self.names = _defined_names(book)
@@ -105,6 +107,17 @@ class FormulaGraph:
         for sheet, column in sorted(self._rows_by_column):
             self._columns_by_sheet[sheet].append(column)
         self._precedents: dict[Cell, Precedents] = {}
+
+    def _spill(self, sheet: str, ref: str | None, text: str) -> None:
+        """The other cells of an array formula's range hold its results: they read what it reads."""
+        if not ref or ":" not in ref:
+            return
+        min_col, min_row, max_col, max_row = range_boundaries(ref)
+        if (max_row - min_row + 1) * (max_col - min_col + 1) > MAX_SPILL_CELLS:
+            return
+        for row in range(min_row, max_row + 1):
+            for column in range(min_col, max_col + 1):
+                self.formulas.setdefault((sheet, row, column), text)
 
     def all_functions(self) -> set[str]:
         found: set[str] = set()

@@ -142,3 +142,16 @@ def test_subtotal_subtleties_are_found_through_the_cone():
     assert skips_hidden_rows(graph, ("S", 1, 2))  # through A2
     assert skips_hidden_rows(graph, ("S", 3, 2)) and not skips_hidden_rows(graph, ("S", 2, 2))
     assert counts_nested_subtotals(graph, ("S", 3, 1)) and not counts_nested_subtotals(graph, ("S", 2, 2))
+
+
+def test_the_other_cells_of_an_array_formulas_range_read_what_it_reads():
+    # SpreadsheetBench 34435: C2:C15 holds {=LOOKUP(TODAY()-A2:A15, ...)}; C3 shows one of its
+    # results, so C3's value depends on TODAY too. D1 reads C3.
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet["C1"] = ArrayFormula("C1:C3", "=TODAY()-A1:A3")
+    sheet["D1"] = "=C3+1"
+    graph = graph_of(book)
+    assert graph.calls_in_cone([("Sheet", 3, 3)], ["TODAY"]) == {"TODAY"}
+    assert graph.calls_in_cone([("Sheet", 1, 4)], ["TODAY"]) == {"TODAY"}
+    assert graph.calls_in_cone([("Sheet", 4, 3)], ["TODAY"]) == set()  # below the range
