@@ -4,7 +4,8 @@
 AGGREGATE               IronCalc lacks it (:mod:`engines.functions.aggregate`)
 SUBTOTAL 110 and 111    IronCalc counts hidden rows in them
 XLOOKUP, XMATCH         IronCalc gives ``#VALUE!`` for a two-dimensional return
-                        array and misses wildcard matches over computed arrays
+                        array and misses wildcard matches over computed arrays and
+                        XMATCH of an array of values
                         (:mod:`engines.functions.lookup`)
 LOOKUP                  IronCalc misses ``LOOKUP(2, 1/(condition), result)`` and
                         answers 0 over a range ending in empty cells (``LOOKUP(9^9, D1:E1)``)
@@ -636,11 +637,10 @@ def _pad(arg: Argument, height: int | None, width: int | None) -> Argument:
 def _xmatch(args: list[Argument]) -> object:
     if not 2 <= len(args) <= 4:
         return VALUE
-    if len(args[0].rows) != 1 or len(args[0].rows[0]) != 1:
-        raise NotImplementedMode("an array of lookup values")
     match_mode = _mode(args[2] if len(args) > 2 else None, 0)
     search_mode = _mode(args[3] if len(args) > 3 else None, 1)
-    return xmatch(args[0].scalar, args[1].rows, match_mode, search_mode)
+    found = [[xmatch(value, args[1].rows, match_mode, search_mode) for value in row] for row in args[0].rows]
+    return found[0][0] if len(found) == 1 and len(found[0]) == 1 else found  # over an array of lookup values, an array
 
 
 def _lookup(args: list[Argument]) -> object:

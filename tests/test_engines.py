@@ -356,3 +356,19 @@ def test_a_bridged_call_over_a_function_ironcalc_lacks_is_an_abstention(workbook
                      "F1": ArrayFormula("F1", '=SUM(SUMIFS(D1:D2,C1:C2,_xlfn.FILTERXML("<k><m>a</m><m>b</m></k>","//m")))')})
     value = IronCalcEngine().evaluate(path, [ref("F1")]).cells[ref("F1")]
     assert value.reason == "unsupported-function" and "FILTERXML" in value.detail
+
+
+def test_xmatch_of_an_array_of_values_gives_an_array(workbook):
+    from openpyxl.worksheet.formula import ArrayFormula
+
+    # SpreadsheetBench 34180: is any word of "Attila S P M" one of the parts of "CHC.ATTILA"?
+    # XMATCH of {"Attila","S","P","M"} in {"CHC","ATTILA"} is {2,#N/A,#N/A,#N/A} (case-insensitive):
+    # TRUE. IronCalc answered FALSE.
+    path = workbook({"B1": "Attila S P M", "C1": "CHC.ATTILA", "B2": "Jack S",
+                     "D1": ArrayFormula("D1", '=OR(ISNUMBER(_xlfn.XMATCH(_xlfn.TEXTSPLIT(B1," "),_xlfn.TEXTSPLIT(C1,"."))))'),
+                     "D2": ArrayFormula("D2", '=OR(ISNUMBER(_xlfn.XMATCH(_xlfn.TEXTSPLIT(B2," "),_xlfn.TEXTSPLIT(C1,"."))))'),
+                     "D3": ArrayFormula("D3", '=SUM(_xlfn.XMATCH({"chc","attila"},_xlfn.TEXTSPLIT(C1,".")))')})
+    values = IronCalcEngine().evaluate(path, [ref("D1"), ref("D2"), ref("D3")]).cells
+    assert values[ref("D1")] is True
+    assert values[ref("D2")] is False  # neither Jack nor S
+    assert values[ref("D3")] == 3  # positions 1 and 2
