@@ -6,11 +6,15 @@ which are left out), not at what it computes. Built on openpyxl's tokenizer.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from openpyxl.formula.tokenizer import Token, Tokenizer
 
 _PREFIXES = ("_XLFN.", "_XLWS.")
+_QUOTED = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"")
+TAKES_A_DATE = ("DAY", "MONTH", "YEAR", "EOMONTH", "EDATE", "WEEKDAY", "WEEKNUM", "DAYS", "YEARFRAC")
+READS_TEXT_AS_DATE = ("DATEVALUE", "TIMEVALUE")
 
 
 @dataclass(frozen=True)
@@ -49,3 +53,12 @@ def calls(formula: str) -> list[Call]:
         if frames:
             frames[-1][2][-1] += text
     return found
+
+
+def reads_a_date_from_text(call: Call) -> bool:
+    """DATEVALUE or TIMEVALUE, or a date function of a date joined from text
+    (``EOMONTH(1&"Jan"&2016, 0)``): which texts are dates differs from engine to engine,
+    and IronCalc and LibreOffice read fewer of them than Excel ("1Jan2016", "9 Aug 2021")."""
+    if call.name in READS_TEXT_AS_DATE:
+        return True
+    return call.name in TAKES_A_DATE and bool(call.args) and "&" in _QUOTED.sub("", call.args[0])

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from engines.base import CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues
-from engines.calls import calls
+from engines.calls import calls, reads_a_date_from_text
 from engines.cones import Area, FormulaGraph, abstain_on_external_links, load_graph, plain_area
 from engines.ironcalc_bridge import Cell, bridge_functions
 from engines.ironcalc_rewrites import last_row_readers, rewrite_criteria_calls
@@ -42,6 +42,7 @@ from engines.tools import PythonPackageEngine
 
 
 _LOOKUPS = frozenset({"VLOOKUP", "HLOOKUP", "XLOOKUP"})
+_VALUE = ExcelError("#VALUE!")
 
 # The bridge re-evaluates the workbook several times: past this, only what IronCalc lacks is bridged
 SLOW_EVALUATION_S = 3.0
@@ -101,6 +102,9 @@ class IronCalcEngine(PythonPackageEngine):
                     value = CannotEvaluate("unsupported-function", f"IronCalc gets {', '.join(left)} wrong in places, "
                                            "and the bridge could not compute it here (a workbook too slow, "
                                            "a chain that did not settle, or a LET or LAMBDA name)")
+                elif value == _VALUE and _reads_a_date_from_text(graph(), cell):
+                    value = CannotEvaluate("unsupported-function", "#VALUE! from a date read from text: IronCalc reads "
+                                           "fewer texts as dates than Excel (\"9 Aug 2021\")")
                 elif isinstance(value, ExcelError) and (reached := _unknown_in_cone(graph, workbook_unknown(), cell)):
                     value = CannotEvaluate("unsupported-function",
                                            f"{value.code} from a formula that calls {', '.join(reached)}, which IronCalc lacks")
@@ -201,6 +205,13 @@ def _in_cone(graph: FormulaGraph | None, skipped: dict[tuple[str, int, int], str
     if graph is None:
         return sorted(set(skipped.values()))
     return sorted({skipped[place] for place in graph.cells_in_cone([cell]) if place in skipped})
+
+
+def _reads_a_date_from_text(graph: FormulaGraph | None, cell: tuple[str, int, int]) -> bool:
+    """Whether a formula of the cell's cone reads a date from text (any, when the file cannot be traced)."""
+    texts = graph.formulas_in_cone([cell]) if graph is not None else None
+    return texts is None or any(reads_a_date_from_text(c) for text in texts
+                                if "VALUE(" in text.upper() or "&" in text for c in calls(text))
 
 
 def _computed_names_read(graph: FormulaGraph | None, cell: tuple[str, int, int]) -> str:

@@ -43,7 +43,7 @@ from typing import Callable, Sequence
 from engines.base import (
     EXCEL_ERROR_CODES, CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues,
 )
-from engines.calls import Call, calls
+from engines.calls import READS_TEXT_AS_DATE, TAKES_A_DATE, Call, calls, reads_a_date_from_text
 from engines.cones import abstain_on_external_links, load_graph
 from engines.isolation import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S
 from engines.libreoffice_rewrites import libreoffice_rewrites
@@ -197,12 +197,6 @@ class _Departure:
 
 
 _VALUE = ExcelError("#VALUE!")
-_TAKES_A_DATE = ("DATEVALUE", "DAY", "MONTH", "YEAR", "EOMONTH", "EDATE", "WEEKDAY", "WEEKNUM", "DAYS", "YEARFRAC")
-
-
-def _date_built_from_text(call: Call) -> bool:
-    """A date argument joined from text (``EOMONTH(1&"Jan"&2016, 0)``)."""
-    return bool(call.args) and "&" in _QUOTED.sub("", call.args[0])
 
 
 def _approximate_match_over_computed_array(call: Call) -> bool:
@@ -220,8 +214,8 @@ _DEPARTURES = (
                "TEXTJOIN's ignore_empty is written as nothing, which LibreOffice reads as FALSE and Excel may not"),
     # "1Jan2016" is a date to Excel (the caches of task 46646), #VALUE! to LibreOffice; where
     # LibreOffice reads the text, it reads it as Excel does (task 55392: "1-JAN"&year)
-    *(_Departure(name, _date_built_from_text, f"{name} of a date joined from text: LibreOffice reads fewer texts "
-                 "as dates than Excel (\"1Jan2016\")", only_on=_VALUE) for name in _TAKES_A_DATE),
+    *(_Departure(name, reads_a_date_from_text, f"#VALUE! from {name} of a text: LibreOffice reads fewer texts "
+                 "as dates than Excel (\"1Jan2016\")", only_on=_VALUE) for name in TAKES_A_DATE + READS_TEXT_AS_DATE),
     # LibreOffice's FILTERXML gives the first node only, in an array formula too (task 54144)
     _Departure("FILTERXML", lambda call: True, "LibreOffice's FILTERXML gives the first match only, where Excel gives all"),
     # k beyond the count: #NUM! in Excel, #VALUE! in LibreOffice (task 15825: INDEX(..., SMALL(IF(...), ROWS(...))))

@@ -372,3 +372,13 @@ def test_xmatch_of_an_array_of_values_gives_an_array(workbook):
     assert values[ref("D1")] is True
     assert values[ref("D2")] is False  # neither Jack nor S
     assert values[ref("D3")] == 3  # positions 1 and 2
+
+
+def test_value_error_from_a_date_read_from_text_is_an_abstention(workbook):
+    # SpreadsheetBench 51958: DATEVALUE("9 Aug 2021") is 44417 in Excel, #VALUE! in IronCalc,
+    # which reads fewer date texts. "2021-08-09" it reads: 44417.
+    path = workbook({"A1": "9 Aug", "B1": '=DATEVALUE(A1&" 2021")', "B2": '=DATEVALUE("2021-08-09")', "B3": "=1/0+B2"})
+    values = IronCalcEngine().evaluate(path, [ref("B1"), ref("B2"), ref("B3")]).cells
+    assert values[ref("B1")].reason == "unsupported-function"
+    assert values[ref("B2")] == 44417
+    assert values[ref("B3")] == ExcelError("#DIV/0!")  # an error other than #VALUE! stands
