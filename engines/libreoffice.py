@@ -218,6 +218,9 @@ _DEPARTURES = (
                  "as dates than Excel (\"1Jan2016\")", only_on=_VALUE) for name in TAKES_A_DATE + READS_TEXT_AS_DATE),
     # LibreOffice's FILTERXML gives the first node only, in an array formula too (task 54144)
     _Departure("FILTERXML", lambda call: True, "LibreOffice's FILTERXML gives the first match only, where Excel gives all"),
+    # OFFSET(A1:A17,,{1,2,3}) is three references to Excel (SUMIF sums each), the first only to LibreOffice (task 50250)
+    _Departure("OFFSET", lambda call: any(arg.startswith("{") for arg in call.args[1:]),
+               "LibreOffice's OFFSET over an array of offsets or sizes gives the first reference only"),
     # k beyond the count: #NUM! in Excel, #VALUE! in LibreOffice (task 15825: INDEX(..., SMALL(IF(...), ROWS(...))))
     *(_Departure(name, lambda call: True, f"LibreOffice's {name} gives #VALUE! where Excel gives #NUM! (k beyond the count)",
                  only_on=_VALUE) for name in ("SMALL", "LARGE")),
