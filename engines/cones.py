@@ -27,13 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-import zipfile
-
 import openpyxl
 from openpyxl.formula.tokenizer import Token, Tokenizer
 from openpyxl.utils.cell import range_boundaries
 
-from engines.base import CannotEvaluate, WorkbookValues
 from engines.sheets import HiddenRows, formula_text, hidden_rows, load_formula_book, resolve_sheet
 from engines.tables import TablePart, resolve_structured, table_parts
 
@@ -87,6 +84,7 @@ class FormulaGraph:
     """Every formula of a workbook, its defined names and tables, indexed for cone walks."""
 
     def __init__(self, book: openpyxl.Workbook):
+        self.book = book
         self.sheets = [ws.title for ws in book.worksheets]
         self._sheet_by_lower = {name.lower(): name for name in self.sheets}
         self.formulas: dict[Cell, str] = {}
@@ -155,6 +153,13 @@ class FormulaGraph:
         cone = self.cone(targets)
         called = self.all_functions() if cone.open else cone.functions
         return wanted & called
+
+    def areas_in_cone(self, targets: Iterable[Cell]) -> list[Area]:
+        """The areas the formulas of the cone of ``targets`` read (every sheet whole, if the cone is open)."""
+        cone = self.cone(targets)
+        if cone.open:
+            return [Area(sheet, 1, 1, MAX_ROWS, MAX_COLUMNS) for sheet in self.sheets]
+        return list(dict.fromkeys(area for cell in sorted(cone.cells) for area in self.precedents(cell).areas))
 
     def cells_in_cone(self, targets: Iterable[Cell]) -> list[Cell]:
         """The formula cells the cone of ``targets`` holds (every formula cell, if the cone is open)."""
@@ -256,29 +261,6 @@ class FormulaGraph:
         found.open |= inner.open
         found.external |= inner.external
         found.computed_names |= inner.computed_names
-
-
-def abstain_on_external_links(path: Path, values: WorkbookValues) -> WorkbookValues:
-    """Cells whose value comes from another workbook (an external link) cannot be recomputed:
-    every engine abstains on them instead of reporting ``#REF!`` or a stale copy."""
-    if values.failure is not None or not values.cells or not _has_external_links(path):
-        return values
-    graph = load_graph(path)
-    if graph is None:
-        return values
-    for ref in list(values.cells):
-        sheet = resolve_sheet(ref.sheet, graph.sheets)
-        if sheet is not None and graph.cone([(sheet, ref.row, ref.column)]).external:
-            values.cells[ref] = CannotEvaluate("external-link", "the value comes from another workbook (an external link)")
-    return values
-
-
-def _has_external_links(path: Path) -> bool:
-    try:
-        with zipfile.ZipFile(path) as archive:
-            return any(name.startswith("xl/externalLinks/") for name in archive.namelist())
-    except (zipfile.BadZipFile, OSError):
-        return False
 
 
 def load_graph(path: Path) -> FormulaGraph | None:

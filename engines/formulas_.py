@@ -28,13 +28,14 @@ from openpyxl.worksheet.formula import ArrayFormula
 from openpyxl.utils.cell import coordinate_to_tuple, get_column_letter
 
 from engines.base import CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues
-from engines.cones import Area, FormulaGraph, abstain_on_external_links
+from engines.cones import Area, FormulaGraph
 from engines.ironcalc_rewrites import last_row_readers, rewrite_criteria_calls
 from engines.screening import refusal
 from engines.sheets import formula_text, load_formula_book, resolve_sheet
 from engines.subtotals import computed_total
 from engines.tables import structured_rewrites
 from engines.tools import PythonPackageEngine
+from engines.unrepeatable import abstain_where_no_engine_can
 
 _CALL = re.compile(r"(?<![A-Za-z0-9_.])((?:_xl[a-z]+\.)*[A-Za-z][A-Za-z0-9_.]*)\(", re.IGNORECASE)
 _STRING = re.compile(r'"(?:[^"]|"")*"')
@@ -110,7 +111,7 @@ class FormulasEngine(PythonPackageEngine):
                                            f"{value.code} while the workbook uses {', '.join(workbook_unknown)}, which formulas lacks")
             result.cells[ref] = value
         _compute_totals(book, computed, result)
-        return abstain_on_external_links(path, result)
+        return abstain_where_no_engine_can(path, result)
 
 
 def _compute_totals(book: openpyxl.Workbook, computed: dict[tuple[str, str], CellResult], result: WorkbookValues) -> None:

@@ -26,13 +26,14 @@ from typing import Sequence
 
 from engines.base import CannotEvaluate, CellRef, ExcelError, WorkbookFailure, WorkbookValues
 from engines.cached import CachedEngine, read_area
-from engines.cones import Area, abstain_on_external_links, load_graph
+from engines.cones import Area, load_graph
 from engines.isolation import DEFAULT_TIMEOUT_S
 from engines.readings import number_value
 from engines.screening import refusal
 from engines.sheets import mentions, resolve_sheet
 from engines.subtotals import computed_total, meets_a_filter, skips_hidden_rows
 from engines.tools import version_output
+from engines.unrepeatable import abstain_where_no_engine_can
 
 
 def _ssconvert_version() -> str | None:
@@ -89,7 +90,7 @@ class GnumericEngine:
                 elif "_xlfngnumeric.ERROR(" in values.formulas.get(ref, ""):
                     values.cells[ref] = CannotEvaluate("parse-error", "gnumeric could not parse the formula")
             _mend_totals(path, recalculated, values, compute=self.mends)
-        return abstain_on_external_links(path, values)
+        return abstain_where_no_engine_can(path, values)
 
 
 def _mend_totals(path: Path, recalculated: Path, values: WorkbookValues, compute: bool) -> None:

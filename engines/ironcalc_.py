@@ -30,7 +30,7 @@ from typing import Any, Callable, Sequence
 
 from engines.base import CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues
 from engines.calls import calls, reads_a_date_from_text
-from engines.cones import Area, FormulaGraph, abstain_on_external_links, load_graph, plain_area
+from engines.cones import Area, FormulaGraph, load_graph, plain_area
 from engines.ironcalc_bridge import Cell, bridge_functions
 from engines.ironcalc_rewrites import last_row_readers, rewrite_criteria_calls
 from engines.readings import number_value, unknown_functions
@@ -39,6 +39,7 @@ from engines.sheets import array_formula_cells, mentions, resolve_sheet
 from engines.subtotals import computed_total, meets_a_filter
 from engines.tables import structured_rewrites
 from engines.tools import PythonPackageEngine
+from engines.unrepeatable import abstain_where_no_engine_can
 
 
 _LOOKUPS = frozenset({"VLOOKUP", "HLOOKUP", "XLOOKUP"})
@@ -114,7 +115,7 @@ class IronCalcEngine(PythonPackageEngine):
                 elif filtered and graph() is not None and meets_a_filter(graph(), cell):
                     value = _filtered_subtotal(model, names, graph(), cell)
             result.cells[ref] = value
-        return abstain_on_external_links(path, result)
+        return abstain_where_no_engine_can(path, result)
 
 
 def _filtered_subtotal(model: Any, names: list[str], graph: FormulaGraph, cell: tuple[str, int, int]) -> CellResult:

@@ -44,13 +44,14 @@ from engines.base import (
     EXCEL_ERROR_CODES, CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues,
 )
 from engines.calls import READS_TEXT_AS_DATE, TAKES_A_DATE, Call, calls, reads_a_date_from_text
-from engines.cones import abstain_on_external_links, load_graph
+from engines.cones import load_graph
 from engines.isolation import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S
 from engines.libreoffice_rewrites import libreoffice_rewrites
 from engines.readings import unknown_functions
 from engines.screening import screen
 from engines.sheets import formula_texts, resolve_sheet
 from engines.tools import version_output
+from engines.unrepeatable import abstain_where_no_engine_can
 
 SYSTEM_PYTHON = "/usr/bin/python3"
 WORKER = Path(__file__).with_name("libreoffice_worker.py")
@@ -135,7 +136,7 @@ class LibreOfficeEngine:
             return WorkbookValues(failure=WorkbookFailure("timeout", f"LibreOffice took longer than {self.timeout_s:g} s"))
         if not reply.get("ok"):
             return WorkbookValues(failure=WorkbookFailure(reply.get("reason", "crashed"), reply.get("detail", "")))
-        return abstain_on_external_links(path, _abstain_on_departures(path, _values(reply, cells)))
+        return abstain_where_no_engine_can(path, _abstain_on_departures(path, _values(reply, cells)))
 
     def _ensure_helper(self) -> subprocess.Popen:
         if self._helper is not None and self._helper.poll() is None:

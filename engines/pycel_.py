@@ -24,11 +24,12 @@ from openpyxl.utils import get_column_letter
 from engines.base import (
     EXCEL_ERROR_CODES, CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues,
 )
-from engines.cones import Area, FormulaGraph, abstain_on_external_links
+from engines.cones import Area, FormulaGraph
 from engines.screening import refusal
 from engines.sheets import mentions, resolve_sheet
 from engines.subtotals import computed_total, counts_nested_subtotals, is_direct_total, meets_a_filter, skips_hidden_rows
 from engines.tools import PythonPackageEngine
+from engines.unrepeatable import abstain_where_no_engine_can
 
 
 class PycelEngine(PythonPackageEngine):
@@ -79,7 +80,7 @@ class PycelEngine(PythonPackageEngine):
             result.cells[ref] = _attempt(compiler, address)
         if graph is not None and recalculated:
             _mend_totals(compiler, graph, result)
-        return abstain_on_external_links(path, result)
+        return abstain_where_no_engine_can(path, result)
 
 
 def _recalculate(compiler: Any, passes: int = 4) -> bool:

@@ -1,0 +1,121 @@
+"""Cells no engine can recompute as the Excel that saved the file did; every engine abstains on them.
+
+- A value that comes from another workbook (an external link, ``[1]Data!A1``): the
+  other workbook is not there.
+- A value that reads a date typed as text with its day and month in numbers
+  (``"01/09/2020 15:02:40"``, ``"PAID ON 16.02.24"``): Excel reads such text by the
+  locale of the machine it runs on (day first in much of the world), which the file does
+  not record; every engine here reads it the American way, month first (SpreadsheetBench
+  59643 and 30709 were saved by a day-first Excel). Year-first dates (``2024-02-16``) read
+  the same everywhere and are left alone.
+"""
+
+from __future__ import annotations
+
+import re
+import zipfile
+from pathlib import Path
+from typing import Callable
+
+from engines.base import CannotEvaluate, WorkbookValues
+from engines.cones import Area, FormulaGraph, load_graph
+from engines.sheets import MAX_SHEET_BYTES, resolve_sheet
+
+# Day and month in one or two digits, then the year, separated by / . or -, and no digit around
+_NUMBERS_DATE = re.compile(r"(?<![\d.])(\d{1,2})([/.\-])(\d{1,2})\2(\d{4}|\d{2})(?!\d)")
+MAX_CELLS_READ = 2_000_000  # constants read per workbook in search of text dates
+
+
+def abstain_where_no_engine_can(path: Path, values: WorkbookValues) -> WorkbookValues:
+    """The engine's values, with the cells described above turned into abstentions."""
+    if values.failure is not None or not values.cells:
+        return values
+    external, text_dates = _has_external_links(path), _may_hold_text_dates(path)
+    if not (external or text_dates):
+        return values
+    graph = load_graph(path)
+    if graph is None:
+        return values
+    dated = _TextDates(graph) if text_dates else None
+    for ref in list(values.cells):
+        sheet = resolve_sheet(ref.sheet, graph.sheets)
+        if sheet is None:
+            continue
+        cell = (sheet, ref.row, ref.column)
+        if external and graph.cone([cell]).external:
+            values.cells[ref] = CannotEvaluate("external-link", "the value comes from another workbook (an external link)")
+        elif dated is not None and (example := dated.read_by(cell)):
+            values.cells[ref] = CannotEvaluate(
+                "locale-date", f"the value reads a date typed as text ({example!r}), which Excel reads by its "
+                               "locale (day or month first); the file does not record it")
+    return values
+
+
+def text_date(text: str) -> bool:
+    """Whether the text holds a date with day and month in numbers (one of them 12 or less)."""
+    for match in _NUMBERS_DATE.finditer(text):
+        first, second = int(match.group(1)), int(match.group(3))
+        if 1 <= min(first, second) <= 12 and max(first, second) <= 31:
+            return True
+    return False
+
+
+class _TextDates:
+    """The text constants that hold a date with day and month in numbers, found area by area."""
+
+    def __init__(self, graph: FormulaGraph):
+        self.graph = graph
+        self.found: dict[Area, str | None] = {}
+        self.budget = MAX_CELLS_READ
+
+    def read_by(self, cell: tuple[str, int, int]) -> str | None:
+        """An example of such a text the cell's value may depend on, or None."""
+        for area in self.graph.areas_in_cone([cell]):
+            if area not in self.found:
+                self.found[area] = self._search(area)
+            if self.found[area] is not None:
+                return self.found[area]
+        return None
+
+    def _search(self, area: Area) -> str | None:
+        sheet = self.graph.book[area.sheet]
+        max_row, max_col = min(area.max_row, sheet.max_row), min(area.max_col, sheet.max_column)
+        cells = max(0, max_row - area.min_row + 1) * max(0, max_col - area.min_col + 1)
+        if cells > self.budget:
+            return None  # too large to read: left to the engine
+        self.budget -= cells
+        for row in sheet.iter_rows(min_row=area.min_row, max_row=max_row, min_col=area.min_col, max_col=max_col,
+                                   values_only=True):
+            for value in row:
+                if isinstance(value, str) and not value.startswith("=") and text_date(value):
+                    return value
+        return None
+
+
+def _has_external_links(path: Path) -> bool:
+    return _any_part(path, lambda archive: any(n.startswith("xl/externalLinks/") for n in archive.namelist()))
+
+
+def _may_hold_text_dates(path: Path) -> bool:
+    """Whether the shared strings or an inline string of a sheet may hold such a date: a quick look."""
+    def look(archive: zipfile.ZipFile) -> bool:
+        for info in archive.infolist():
+            shared = info.filename == "xl/sharedStrings.xml"
+            if not (shared or info.filename.startswith("xl/worksheets/")) or info.file_size > MAX_SHEET_BYTES:
+                continue
+            text = archive.read(info).decode("utf-8", "replace")
+            if (shared or "inlineStr" in text) and text_date(text):
+                return True
+        return False
+
+    return _any_part(path, look)
+
+
+def _any_part(path: Path, look: Callable[[zipfile.ZipFile], bool]) -> bool:
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return look(archive)
+    except MemoryError:
+        raise
+    except Exception:  # a broken archive: the engines report it
+        return False
