@@ -14,7 +14,9 @@ compute a cell, regrade abstains instead of reporting a wrong value:
   (structured references from tables written by openpyxl end up here);
 - IronCalc evaluates a defined name only when it is one reference: a cell whose cone
   reads a name defined by a formula or a constant (``{0,1,2}``, ``Sheet1!$A$1*2``)
-  abstains (IronCalc gives ``#NAME?``, or 0).
+  abstains (IronCalc gives ``#NAME?``, or 0);
+- ``#VALUE!`` from a date read from text (``DATEVALUE("9 Aug 2021")``) abstains:
+  IronCalc reads fewer date texts than Excel (:func:`engines.calls.reads_a_date_from_text`).
 
 Numbers in date or time formats become ``datetime``/``time`` exactly as openpyxl
 reads a cached value, so the comparison policy sees both alike.
