@@ -154,13 +154,6 @@ class FormulaGraph:
         called = self.all_functions() if cone.open else cone.functions
         return wanted & called
 
-    def areas_in_cone(self, targets: Iterable[Cell]) -> list[Area]:
-        """The areas the formulas of the cone of ``targets`` read (every sheet whole, if the cone is open)."""
-        cone = self.cone(targets)
-        if cone.open:
-            return [Area(sheet, 1, 1, MAX_ROWS, MAX_COLUMNS) for sheet in self.sheets]
-        return list(dict.fromkeys(area for cell in sorted(cone.cells) for area in self.precedents(cell).areas))
-
     def cells_in_cone(self, targets: Iterable[Cell]) -> list[Cell]:
         """The formula cells the cone of ``targets`` holds (every formula cell, if the cone is open)."""
         cone = self.cone(targets)

@@ -2,12 +2,14 @@
 
 - A value that comes from another workbook (an external link, ``[1]Data!A1``): the
   other workbook is not there.
-- A value that reads a date typed as text with its day and month in numbers
-  (``"01/09/2020 15:02:40"``, ``"PAID ON 16.02.24"``): Excel reads such text by the
+- A value computed by a formula that reads a date typed as text, with its day and month
+  in numbers (``"01/09/2020 15:02:40"``, ``"PAID ON 16.02.24"``), and may turn it into a
+  number (arithmetic, ``VALUE``, ``INT``, a date function): Excel reads such text by the
   locale of the machine it runs on (day first in much of the world), which the file does
   not record; every engine here reads it the American way, month first (SpreadsheetBench
-  59643 and 30709 were saved by a day-first Excel). Year-first dates (``2024-02-16``) read
-  the same everywhere and are left alone.
+  59643, 30709 and 33157 were saved by a day-first Excel). A formula that only compares or
+  matches the text (``MATCH(TEXT(d, "dd-mm-yyyy"), headers, 0)``) reads it the same
+  everywhere, as do year-first dates (``2024-02-16``).
 """
 
 from __future__ import annotations
@@ -24,6 +26,13 @@ from engines.sheets import MAX_SHEET_BYTES, resolve_sheet
 # Day and month in one or two digits, then the year, separated by / . or -, and no digit around
 _NUMBERS_DATE = re.compile(r"(?<![\d.])(\d{1,2})([/.\-])(\d{1,2})\2(\d{4}|\d{2})(?!\d)")
 MAX_CELLS_READ = 2_000_000  # constants read per workbook in search of text dates
+_QUOTED = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"")
+# What may turn a text into a number: arithmetic, or a function that reads a number or a date
+_COERCION = re.compile(
+    r"[-+*/^]|\b(?:VALUE|DATEVALUE|TIMEVALUE|INT|N|YEAR|MONTH|DAY|HOUR|MINUTE|SECOND|WEEKDAY|WEEKNUM|EOMONTH|EDATE"
+    r"|DATEDIF|DAYS|NETWORKDAYS|WORKDAY|YEARFRAC|ROUND|ROUNDUP|ROUNDDOWN)\(",
+    re.IGNORECASE,
+)
 
 
 def abstain_where_no_engine_can(path: Path, values: WorkbookValues) -> WorkbookValues:
@@ -46,8 +55,8 @@ def abstain_where_no_engine_can(path: Path, values: WorkbookValues) -> WorkbookV
             values.cells[ref] = CannotEvaluate("external-link", "the value comes from another workbook (an external link)")
         elif dated is not None and (example := dated.read_by(cell)):
             values.cells[ref] = CannotEvaluate(
-                "locale-date", f"the value reads a date typed as text ({example!r}), which Excel reads by its "
-                               "locale (day or month first); the file does not record it")
+                "locale-date", "the value turns a date typed as text (such as " + repr(example[:40]) + ") into a number, "
+                               "which Excel does by its locale (day or month first); the file does not record it")
     return values
 
 
@@ -69,12 +78,15 @@ class _TextDates:
         self.budget = MAX_CELLS_READ
 
     def read_by(self, cell: tuple[str, int, int]) -> str | None:
-        """An example of such a text the cell's value may depend on, or None."""
-        for area in self.graph.areas_in_cone([cell]):
-            if area not in self.found:
-                self.found[area] = self._search(area)
-            if self.found[area] is not None:
-                return self.found[area]
+        """An example of such a text a formula of the cell's cone reads and may turn into a number, or None."""
+        for formula_cell in self.graph.cells_in_cone([cell]):
+            if not _COERCION.search(_QUOTED.sub("", self.graph.formulas[formula_cell])):
+                continue
+            for area in self.graph.precedents(formula_cell).areas:
+                if area not in self.found:
+                    self.found[area] = self._search(area)
+                if self.found[area] is not None:
+                    return self.found[area]
         return None
 
     def _search(self, area: Area) -> str | None:

@@ -33,3 +33,12 @@ def test_a_value_that_reads_a_date_typed_as_text_is_an_abstention(workbook):
     assert "01/09/2020" in values[cells[0]].detail
     assert values[cells[2]] == 10
     assert values[cells[3]] == 10  # a date in the formula's own text is left alone: only cells read count
+
+
+def test_a_date_text_only_compared_or_matched_is_computed(workbook):
+    # SpreadsheetBench 49939 matches TEXT(date, "dd-mm-yyyy") against headers typed "31-03-2021":
+    # text against text, the same in every locale. C1 = the column of the header for 31 Mar 2021.
+    path = workbook({"A1": "30-03-2021", "B1": "31-03-2021", "D1": 44286,
+                     "C1": '=MATCH(TEXT(D1,"dd-mm-yyyy"),A1:B1,0)'})
+    values = IronCalcEngine().evaluate(path, [CellRef("Sheet1", 1, 3)]).cells
+    assert values[CellRef("Sheet1", 1, 3)] == 2  # 44286 is 31 March 2021
