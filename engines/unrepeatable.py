@@ -33,6 +33,9 @@ _COERCION = re.compile(
     r"|DATEDIF|DAYS|NETWORKDAYS|WORKDAY|YEARFRAC|ROUND|ROUNDUP|ROUNDDOWN)\(",
     re.IGNORECASE,
 )
+# What takes a date out of a longer text ("PAID ON 16.02.24--96072")
+_EXTRACTION = re.compile(r"\b(?:MID|LEFT|RIGHT|SUBSTITUTE|REPLACE|TEXTBEFORE|TEXTAFTER|TEXTSPLIT|FILTERXML)\(", re.IGNORECASE)
+_TIME = r"(?:\s+\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:\s*[AaPp][Mm])?)?"
 
 
 def abstain_where_no_engine_can(path: Path, values: WorkbookValues) -> WorkbookValues:
@@ -53,10 +56,10 @@ def abstain_where_no_engine_can(path: Path, values: WorkbookValues) -> WorkbookV
         cell = (sheet, ref.row, ref.column)
         if external and graph.cone([cell]).external:
             values.cells[ref] = CannotEvaluate("external-link", "the value comes from another workbook (an external link)")
-        elif dated is not None and (example := dated.read_by(cell)):
+        elif dated is not None and dated.read_by(cell):
             values.cells[ref] = CannotEvaluate(
-                "locale-date", "the value turns a date typed as text (such as " + repr(example[:40]) + ") into a number, "
-                               "which Excel does by its locale (day or month first); the file does not record it")
+                "locale-date", "the value turns a date typed as text (01/09/2020) into a number, which Excel does "
+                               "by its locale, day or month first; the file does not record it")
     return values
 
 
@@ -69,27 +72,35 @@ def text_date(text: str) -> bool:
     return False
 
 
+def whole_text_date(text: str) -> bool:
+    """Whether the whole text is such a date, with a time of day or not ("01/09/2020 15:02:40")."""
+    match = _NUMBERS_DATE.search(text)
+    return match is not None and text_date(text) and re.fullmatch(r"\s*" + re.escape(match.group(0)) + _TIME + r"\s*", text) is not None
+
+
 class _TextDates:
     """The text constants that hold a date with day and month in numbers, found area by area."""
 
     def __init__(self, graph: FormulaGraph):
         self.graph = graph
-        self.found: dict[Area, str | None] = {}
+        self.found: dict[tuple[Area, bool], str | None] = {}
         self.budget = MAX_CELLS_READ
 
     def read_by(self, cell: tuple[str, int, int]) -> str | None:
         """An example of such a text a formula of the cell's cone reads and may turn into a number, or None."""
         for formula_cell in self.graph.cells_in_cone([cell]):
-            if not _COERCION.search(_QUOTED.sub("", self.graph.formulas[formula_cell])):
+            code = _QUOTED.sub("", self.graph.formulas[formula_cell])
+            if not _COERCION.search(code):
                 continue
+            whole = _EXTRACTION.search(code) is None  # without one, only a text that is a date whole is read as one
             for area in self.graph.precedents(formula_cell).areas:
-                if area not in self.found:
-                    self.found[area] = self._search(area)
-                if self.found[area] is not None:
-                    return self.found[area]
+                if (area, whole) not in self.found:
+                    self.found[(area, whole)] = self._search(area, whole_text_date if whole else text_date)
+                if self.found[(area, whole)] is not None:
+                    return self.found[(area, whole)]
         return None
 
-    def _search(self, area: Area) -> str | None:
+    def _search(self, area: Area, is_date: Callable[[str], bool]) -> str | None:
         sheet = self.graph.book[area.sheet]
         max_row, max_col = min(area.max_row, sheet.max_row), min(area.max_col, sheet.max_column)
         cells = max(0, max_row - area.min_row + 1) * max(0, max_col - area.min_col + 1)
@@ -99,7 +110,7 @@ class _TextDates:
         for row in sheet.iter_rows(min_row=area.min_row, max_row=max_row, min_col=area.min_col, max_col=max_col,
                                    values_only=True):
             for value in row:
-                if isinstance(value, str) and not value.startswith("=") and text_date(value):
+                if isinstance(value, str) and not value.startswith("=") and is_date(value):
                     return value
         return None
 

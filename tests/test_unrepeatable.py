@@ -30,7 +30,7 @@ def test_a_value_that_reads_a_date_typed_as_text_is_an_abstention(workbook):
     cells = [CellRef("Sheet1", row, 2) for row in (1, 2, 3, 4)]
     values = IronCalcEngine().evaluate(path, cells).cells
     assert [values[c].reason for c in cells[:2]] == ["locale-date"] * 2
-    assert "01/09/2020" in values[cells[0]].detail
+    assert "locale" in values[cells[0]].detail
     assert values[cells[2]] == 10
     assert values[cells[3]] == 10  # a date in the formula's own text is left alone: only cells read count
 
@@ -42,3 +42,23 @@ def test_a_date_text_only_compared_or_matched_is_computed(workbook):
                      "C1": '=MATCH(TEXT(D1,"dd-mm-yyyy"),A1:B1,0)'})
     values = IronCalcEngine().evaluate(path, [CellRef("Sheet1", 1, 3)]).cells
     assert values[CellRef("Sheet1", 1, 3)] == 2  # 44286 is 31 March 2021
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("01/09/2020 15:02:40", True), ("23.11.21 22:04", True), ("3-1-21", True), (" 07/10/21 ", True),
+    ("5/31/2021 4:05 PM", True), ("Go Live 1/3/18", False), ("PAID ON 16.02.24--96072", False),
+])
+def test_texts_that_are_a_date_whole(text, expected):
+    from engines.unrepeatable import whole_text_date
+
+    assert whole_text_date(text) is expected
+
+
+def test_a_date_inside_a_longer_text_counts_only_where_a_formula_takes_it_out(workbook):
+    # SpreadsheetBench 30709: SUBSTITUTE(MID(D1,9,8),".","/")+0 reads "16.02.24" out of the text:
+    # 16 Feb 2024 to a day-first Excel. B2 adds to a label holding a date: #VALUE! everywhere.
+    path = workbook({"D1": "PAID ON 16.02.24--96072", "D2": "Go Live 1/3/18",
+                     "B1": '=SUBSTITUTE(MID(D1,9,8),".","/")+0', "B2": '=IFERROR(D2+1,"no")'})
+    values = IronCalcEngine().evaluate(path, [CellRef("Sheet1", 1, 2), CellRef("Sheet1", 2, 2)]).cells
+    assert values[CellRef("Sheet1", 1, 2)].reason == "locale-date"
+    assert values[CellRef("Sheet1", 2, 2)] == "no"
