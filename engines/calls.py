@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from openpyxl.formula.tokenizer import Token, Tokenizer
 
 _PREFIXES = ("_XLFN.", "_XLWS.")
-_QUOTED = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"")
+QUOTED = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"")  # a quoted sheet name or a text literal
 TAKES_A_DATE = ("DAY", "MONTH", "YEAR", "EOMONTH", "EDATE", "WEEKDAY", "WEEKNUM", "DAYS", "YEARFRAC")
 READS_TEXT_AS_DATE = ("DATEVALUE", "TIMEVALUE")
 
@@ -61,4 +61,4 @@ def reads_a_date_from_text(call: Call) -> bool:
     and IronCalc and LibreOffice read fewer of them than Excel ("1Jan2016", "9 Aug 2021")."""
     if call.name in READS_TEXT_AS_DATE:
         return True
-    return call.name in TAKES_A_DATE and bool(call.args) and "&" in _QUOTED.sub("", call.args[0])
+    return call.name in TAKES_A_DATE and bool(call.args) and "&" in QUOTED.sub("", call.args[0])

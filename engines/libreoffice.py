@@ -43,7 +43,7 @@ from typing import Callable, Sequence
 from engines.base import (
     EXCEL_ERROR_CODES, CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues,
 )
-from engines.calls import READS_TEXT_AS_DATE, TAKES_A_DATE, Call, calls, reads_a_date_from_text
+from engines.calls import QUOTED, READS_TEXT_AS_DATE, TAKES_A_DATE, Call, calls, reads_a_date_from_text
 from engines.cones import load_graph
 from engines.isolation import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S
 from engines.libreoffice_rewrites import libreoffice_rewrites
@@ -184,7 +184,6 @@ class LibreOfficeEngine:
 
 _STORED_BOOLEANS = ("=TRUE()", "=FALSE()")
 _OPERATOR_OR_CALL = re.compile(r"[-+*/^&=<>(){]")
-_QUOTED = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"")
 
 
 @dataclass(frozen=True)
@@ -203,7 +202,7 @@ _VALUE = ExcelError("#VALUE!")
 def _approximate_match_over_computed_array(call: Call) -> bool:
     """MATCH(value, expression) or MATCH(value, expression, 1); a type written as nothing is 0."""
     return len(call.args) >= 2 and (len(call.args) == 2 or call.args[2] in ("1", "TRUE")) \
-        and bool(_OPERATOR_OR_CALL.search(_QUOTED.sub("", call.args[1])))
+        and bool(_OPERATOR_OR_CALL.search(QUOTED.sub("", call.args[1])))
 
 
 _DEPARTURES = (

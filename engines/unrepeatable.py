@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import Callable
 
 from engines.base import CannotEvaluate, WorkbookValues
+from engines.calls import QUOTED
 from engines.cones import Area, FormulaGraph, load_graph
 from engines.sheets import MAX_SHEET_BYTES, resolve_sheet
 
 # Day and month in one or two digits, then the year, separated by / . or -, and no digit around
 _NUMBERS_DATE = re.compile(r"(?<![\d.])(\d{1,2})([/.\-])(\d{1,2})\2(\d{4}|\d{2})(?!\d)")
 MAX_CELLS_READ = 2_000_000  # constants read per workbook in search of text dates
-_QUOTED = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"")
 # What may turn a text into a number: arithmetic, or a function that reads a number or a date
 _COERCION = re.compile(
     r"[-+*/^]|\b(?:VALUE|DATEVALUE|TIMEVALUE|INT|N|YEAR|MONTH|DAY|HOUR|MINUTE|SECOND|WEEKDAY|WEEKNUM|EOMONTH|EDATE"
@@ -89,7 +89,7 @@ class _TextDates:
     def read_by(self, cell: tuple[str, int, int]) -> str | None:
         """An example of such a text a formula of the cell's cone reads and may turn into a number, or None."""
         for formula_cell in self.graph.cells_in_cone([cell]):
-            code = _QUOTED.sub("", self.graph.formulas[formula_cell])
+            code = QUOTED.sub("", self.graph.formulas[formula_cell])
             if not _COERCION.search(code):
                 continue
             whole = _EXTRACTION.search(code) is None  # without one, only a text that is a date whole is read as one
