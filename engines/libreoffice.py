@@ -221,6 +221,11 @@ _DEPARTURES = (
     # OFFSET(A1:A17,,{1,2,3}) is three references to Excel (SUMIF sums each), the first only to LibreOffice (task 50250)
     _Departure("OFFSET", lambda call: any(arg.startswith("{") for arg in call.args[1:]),
                "LibreOffice's OFFSET over an array of offsets or sizes gives the first reference only"),
+    # VLOOKUP(x, range, {9,10}, 0) of empty cells: MEDIAN skips them in Excel (task 10281 caches
+    # "Pass" for MEDIAN(H15, that) = H15); LibreOffice gives 0 for them
+    *(_Departure(name, lambda call: len(call.args) >= 3 and call.args[2].startswith("{"),
+                 f"LibreOffice's {name} over an array of column or row numbers gives 0 for an empty cell, "
+                 "which Excel's functions skip") for name in ("VLOOKUP", "HLOOKUP")),
     # k beyond the count: #NUM! in Excel, #VALUE! in LibreOffice (task 15825: INDEX(..., SMALL(IF(...), ROWS(...))))
     *(_Departure(name, lambda call: True, f"LibreOffice's {name} gives #VALUE! where Excel gives #NUM! (k beyond the count)",
                  only_on=_VALUE) for name in ("SMALL", "LARGE")),

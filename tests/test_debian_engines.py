@@ -381,3 +381,17 @@ def test_libreoffice_abstains_on_offset_over_an_array_of_offsets(libreoffice, wo
     # OFFSET may read any cell, so the check covers the whole workbook: one without it computes
     path = workbook({**cells, "F2": "=SUM(OFFSET(A1:A3,,1))"}, name="plain.xlsx")
     assert libreoffice.evaluate(path, [CellRef("Sheet1", 2, 6)]).cells[CellRef("Sheet1", 2, 6)] == 6  # 1 + 2 + 3
+
+
+def test_libreoffice_abstains_on_vlookup_over_an_array_of_columns(libreoffice, workbook):
+    from openpyxl.worksheet.formula import ArrayFormula
+
+    # SpreadsheetBench 10281: MEDIAN(0.44, VLOOKUP("C", A1:C2, {2,3}, 0)) where row C's columns 2
+    # and 3 are empty: Excel skips the empty cells (its cache says the median is 0.44);
+    # LibreOffice gives 0 for them, so the median is 0. A2 = C, B2:C2 empty.
+    path = workbook({"A1": "A", "B1": 1, "C1": 2, "A2": "C",
+                     "E1": ArrayFormula("E1", '=MEDIAN(0.44,VLOOKUP("C",A1:C2,{2,3},0))'),
+                     "E2": '=VLOOKUP("A",A1:C2,3,0)'})
+    values = libreoffice.evaluate(path, [CellRef("Sheet1", 1, 5), CellRef("Sheet1", 2, 5)]).cells
+    assert "VLOOKUP" in values[CellRef("Sheet1", 1, 5)].detail
+    assert values[CellRef("Sheet1", 2, 5)] == 2  # row A, column 3
