@@ -237,8 +237,10 @@ def _abstain_on_departures(path: Path, values: WorkbookValues) -> WorkbookValues
     at the formula texts of the sheet XML first keeps the formula graph off the common path."""
     if values.failure is not None or not values.formulas:
         return values
-    texts = formula_texts(path, tuple(f"{d.function}(" for d in _DEPARTURES))
-    present = [d for d in _DEPARTURES if any(_departure(d, text) for text in texts)]
+    errors = {v for v in values.cells.values() if isinstance(v, ExcelError)}
+    possible = [d for d in _DEPARTURES if d.only_on is None or d.only_on in errors]
+    texts = formula_texts(path, tuple(f"{d.function}(" for d in possible)) if possible else []
+    present = [d for d in possible if any(_departure(d, text) for text in texts)]
     graph = load_graph(path) if present else None
     if graph is None:
         return values

@@ -22,7 +22,7 @@ from typing import Callable
 from engines.base import CannotEvaluate, WorkbookValues
 from engines.calls import QUOTED
 from engines.cones import Area, FormulaGraph, load_graph
-from engines.sheets import MAX_SHEET_BYTES, resolve_sheet
+from engines.sheets import MAX_SHEET_BYTES, mentions, resolve_sheet
 
 # Day and month in one or two digits, then the year, separated by / . or -, and no digit around
 _NUMBERS_DATE = re.compile(r"(?<![\d.])(\d{1,2})([/.\-])(\d{1,2})\2(\d{4}|\d{2})(?!\d)")
@@ -120,18 +120,21 @@ def _has_external_links(path: Path) -> bool:
 
 
 def _may_hold_text_dates(path: Path) -> bool:
-    """Whether the shared strings or an inline string of a sheet may hold such a date: a quick look."""
+    """Whether the shared strings (or, in a file that writes strings inline, a sheet) may hold
+    such a date: a quick look before the formula graph."""
     def look(archive: zipfile.ZipFile) -> bool:
         for info in archive.infolist():
-            shared = info.filename == "xl/sharedStrings.xml"
-            if not (shared or info.filename.startswith("xl/worksheets/")) or info.file_size > MAX_SHEET_BYTES:
-                continue
-            text = archive.read(info).decode("utf-8", "replace")
-            if (shared or "inlineStr" in text) and text_date(text):
-                return True
+            if info.filename == "xl/sharedStrings.xml" and info.file_size <= MAX_SHEET_BYTES:
+                if text_date(archive.read(info).decode("utf-8", "replace")):
+                    return True
         return False
 
-    return _any_part(path, look)
+    return _any_part(path, look) or (b"inlineStr" in mentions(path, (b"inlineStr",)) and _any_part(path, _inline_look))
+
+
+def _inline_look(archive: zipfile.ZipFile) -> bool:
+    return any(text_date(archive.read(info).decode("utf-8", "replace")) for info in archive.infolist()
+               if info.filename.startswith("xl/worksheets/") and info.file_size <= MAX_SHEET_BYTES)
 
 
 def _any_part(path: Path, look: Callable[[zipfile.ZipFile], bool]) -> bool:

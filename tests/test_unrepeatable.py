@@ -62,3 +62,26 @@ def test_a_date_inside_a_longer_text_counts_only_where_a_formula_takes_it_out(wo
     values = IronCalcEngine().evaluate(path, [CellRef("Sheet1", 1, 2), CellRef("Sheet1", 2, 2)]).cells
     assert values[CellRef("Sheet1", 1, 2)].reason == "locale-date"
     assert values[CellRef("Sheet1", 2, 2)] == "no"
+
+
+def test_a_date_text_written_inline_is_found(tmp_path):
+    import zipfile
+
+    # Some writers put strings in the sheet (t="inlineStr") rather than in shared strings.
+    # Rewrite a workbook's A1 so: =INT(A1) then reads the inline "01/09/2020".
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    book.active.title = "Sheet1"
+    book.active["A1"] = 5
+    book.active["B1"] = "=INT(A1)"
+    book.save(tmp_path / "plain.xlsx")
+    with zipfile.ZipFile(tmp_path / "plain.xlsx") as source, zipfile.ZipFile(tmp_path / "inline.xlsx", "w") as target:
+        for info in source.infolist():
+            data = source.read(info)
+            if info.filename == "xl/worksheets/sheet1.xml":
+                data = data.replace(b'<c r="A1" t="n"><v>5</v></c>', b'<c r="A1" t="inlineStr"><is><t>01/09/2020</t></is></c>')
+                assert b"inlineStr" in data
+            target.writestr(info, data)
+    values = IronCalcEngine().evaluate(tmp_path / "inline.xlsx", [CellRef("Sheet1", 1, 2)]).cells
+    assert values[CellRef("Sheet1", 1, 2)].reason == "locale-date"
