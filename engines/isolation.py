@@ -90,7 +90,7 @@ class IsolatedEngine:
             outcome = self._connection.recv()
         except (EOFError, OSError):
             self._worker.join(5)
-            failure = _death(self.name, self._worker.exitcode)
+            failure = _death(self.name, self._worker.exitcode, self.memory_mb)
             self.close()
             return WorkbookValues(failure=failure)
         self._served += 1
@@ -108,9 +108,9 @@ class IsolatedEngine:
         self._connection = ours
 
 
-def _death(engine: str, exitcode: int | None) -> WorkbookFailure:
-    if exitcode == OUT_OF_MEMORY_EXIT:
-        return WorkbookFailure("memory-limit", f"{engine} ran out of memory under its limit")
+def _death(engine: str, exitcode: int | None, memory_mb: int | None) -> WorkbookFailure:
+    if exitcode == OUT_OF_MEMORY_EXIT:  # so short of memory that even the failure could not be sent
+        return WorkbookFailure("memory-limit", f"{engine} needed more than {memory_mb} MB")
     if exitcode is not None and exitcode < 0:
         try:
             signame = signal.Signals(-exitcode).name
