@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from engines.base import CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues
-from engines.calls import calls, reads_a_date_from_text
+from engines.calls import calls, formula_reads_a_date_from_text
 from engines.cones import Area, FormulaGraph, load_graph, plain_area
 from engines.ironcalc_bridge import Cell, bridge_functions
 from engines.ironcalc_rewrites import last_row_readers, rewrite_criteria_calls
@@ -212,9 +212,7 @@ def _in_cone(graph: FormulaGraph | None, skipped: dict[tuple[str, int, int], str
 
 def _reads_a_date_from_text(graph: FormulaGraph | None, cell: tuple[str, int, int]) -> bool:
     """Whether a formula of the cell's cone reads a date from text (any, when the file cannot be traced)."""
-    texts = graph.formulas_in_cone([cell]) if graph is not None else None
-    return texts is None or any(reads_a_date_from_text(c) for text in texts
-                                if "VALUE(" in text.upper() or "&" in text for c in calls(text))
+    return graph is None or any(formula_reads_a_date_from_text(text) for text in graph.formulas_in_cone([cell]))
 
 
 def _computed_names_read(graph: FormulaGraph | None, cell: tuple[str, int, int]) -> str:

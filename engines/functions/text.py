@@ -33,8 +33,10 @@ def text_input(value: object, format_text: object) -> object:
     engine to format, or the finished text for a text value."""
     if isinstance(format_text, ExcelError):
         return format_text
-    if value is None or not isinstance(value, str):
-        return 0.0 if value is None else value  # an empty cell is 0
+    if value is None:
+        return 0.0  # an empty cell is 0
+    if not isinstance(value, str):
+        return value
     number = as_number(value)
     if number is not None:
         return number
