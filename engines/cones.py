@@ -39,6 +39,7 @@ DYNAMIC_REFERENCE_FUNCTIONS = frozenset({"INDIRECT", "OFFSET"})
 MAX_ROWS = 1_048_576
 MAX_COLUMNS = 16_384
 MAX_SPILL_CELLS = 100_000
+MAX_INPUT_CELLS = 200_000  # FormulaGraph.inputs reads no more cells than this
 _PREFIXES = ("_XLFN.", "_XLWS.")
 _QUALIFIED = re.compile(r"^(?:(?P<sheet>'(?:[^']|'')+'|[^!'\[\]:]+)!)?(?P<area>[^!]+)$")
 _CELL_OR_RANGE = re.compile(r"^\$?[A-Za-z]{1,3}\$?\d+(?::\$?[A-Za-z]{1,3}\$?\d+)?$")
@@ -170,6 +171,33 @@ class FormulaGraph:
         read = [c for area in found.areas for c in self._formulas_in(area)]
         return found.open or bool(self.calls_in_cone(read, functions))
 
+    def inputs(self, target: Cell) -> tuple | None:
+        """Everything the value of ``target`` is computed from, in a form two workbooks can
+        compare: the formulas of its cone, the contents of every area they read, the hidden
+        rows of those sheets and the defined names. Where the inputs are equal, so must the
+        values be. None when the inputs are not known: an open or external cone, or areas of
+        more than MAX_INPUT_CELLS cells."""
+        cone = self.cone([target])
+        if cone.open or cone.external:
+            return None
+        areas = sorted({a for cell in cone.cells for a in self.precedents(cell).areas},
+                       key=lambda a: (a.sheet, a.min_row, a.min_col, a.max_row, a.max_col))
+        budget = MAX_INPUT_CELLS
+        contents = []
+        for area in areas:
+            ws = self.book[area.sheet]
+            max_row, max_col = min(area.max_row, ws.max_row), min(area.max_col, ws.max_column)
+            size = max(0, max_row - area.min_row + 1) * max(0, max_col - area.min_col + 1)
+            budget -= size
+            if budget < 0:
+                return None
+            rows = ws.iter_rows(min_row=area.min_row, max_row=max_row, min_col=area.min_col, max_col=max_col,
+                                values_only=True) if size else ()
+            contents.append((area, tuple(tuple(_content(v) for v in row) for row in rows)))
+        hidden = tuple((sheet, self.hidden_rows.get(sheet)) for sheet in sorted({a.sheet for a in areas}))
+        formulas = tuple(sorted((cell, self.formulas[cell]) for cell in cone.cells))
+        return formulas, tuple(contents), hidden, tuple(sorted(self.names.items(), key=repr))
+
     def dependency_levels(self, cells: Iterable[Cell]) -> list[list[Cell]] | None:
         """``cells`` in levels: each cell after every cell of the set its value depends on
         (through any formula). None when the order is not known: an open cone, or a cycle."""
@@ -262,6 +290,12 @@ def load_graph(path: Path) -> FormulaGraph | None:
         return FormulaGraph(load_formula_book(path))
     except Exception:
         return None
+
+
+def _content(value: object) -> object:
+    """A cell's content as FormulaGraph.inputs compares it: a formula by its text."""
+    text = formula_text(value)
+    return value if text is None else ("=", text)
 
 
 def plain_area(reference: str, home: str, sheets: list[str]) -> Area | None:

@@ -447,7 +447,10 @@ def conformance_command(corpus, engine_names, limit, timeout, fmt):
 
     Recomputes the formula cells inside answer_position of every answer file Excel
     saved (files without cached values are skipped and counted) and compares them
-    with Excel's cached values under SpreadsheetBench's value rules: per engine and
+    with Excel's cached values under SpreadsheetBench's value rules. Left out and
+    counted: cells whose cone is volatile (TODAY, RAND ...), cells reading other
+    workbooks, and cells whose cache contradicts another answer file of the task
+    that holds the same formula over the same inputs (a stale cache). Per engine and
     for the consensus, cells compared, equal, abstained (and, for the consensus,
     disagreed). --format json adds every mismatch (task, cell, formula, Excel's value,
     the engine's value).
@@ -475,8 +478,9 @@ def conformance_command(corpus, engine_names, limit, timeout, fmt):
     f = report.files
     click.echo(f"\n{f.examined} answer files: {f.compared} compared, {f.without_cache} without Excel's cached values, "
                f"{f.without_formulas} without formulas in answer_position, {f.unreadable} unreadable; "
-               f"{report.volatile} volatile cells (TODAY, RAND ... in their cone) and {report.external} cells "
-               f"reading other workbooks left out.")
+               f"{report.volatile} volatile cells (TODAY, RAND ... in their cone), {report.external} cells "
+               f"reading other workbooks and {report.inconsistent} cells whose Excel caches contradict another "
+               f"answer file's (same formula, same inputs) left out.")
 
 
 def _percent(part: int, whole: int) -> float | None:

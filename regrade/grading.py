@@ -147,6 +147,10 @@ class Golden:
         """The functions the cells' values may depend on."""
         return self._formula_graph().cone(refs).functions
 
+    def inputs(self, ref: CellRef) -> tuple | None:
+        """Everything the cell's value is computed from (FormulaGraph.inputs), or None."""
+        return self._formula_graph().inputs(ref)
+
     def reads_other_workbooks(self, ref: CellRef) -> bool:
         """Whether the cell's value depends on an external link (``[1]Data!A1``)."""
         return self._formula_graph().cone([ref]).external

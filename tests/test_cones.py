@@ -155,3 +155,20 @@ def test_the_other_cells_of_an_array_formulas_range_read_what_it_reads():
     assert graph.calls_in_cone([("Sheet", 3, 3)], ["TODAY"]) == {"TODAY"}
     assert graph.calls_in_cone([("Sheet", 1, 4)], ["TODAY"]) == {"TODAY"}
     assert graph.calls_in_cone([("Sheet", 4, 3)], ["TODAY"]) == set()  # below the range
+
+
+def test_inputs_are_the_cone_formulas_and_the_contents_they_read():
+    def book(a2: object, unread: object, b1: str = "=EOMONTH(A2,0)") -> openpyxl.Workbook:
+        wb = openpyxl.Workbook()
+        ws = wb.active
+        ws["A2"], ws["B1"], ws["C1"], ws["D9"] = a2, b1, "=B1+SUM(A1:A3)", unread
+        return wb
+
+    first = graph_of(book(44968, "x")).inputs(("Sheet", 1, 3))
+    assert first is not None
+    # what C1 does not read may differ; what it reads, directly or through B1, may not
+    assert graph_of(book(44968, "y")).inputs(("Sheet", 1, 3)) == first
+    assert graph_of(book(44969, "x")).inputs(("Sheet", 1, 3)) != first
+    assert graph_of(book(44968, "x", b1="=EOMONTH(A2,1)")).inputs(("Sheet", 1, 3)) != first
+    # an open cone may read anything: its inputs are not known
+    assert graph_of(book(44968, "x", b1="=INDIRECT(\"A2\")")).inputs(("Sheet", 1, 3)) is None

@@ -1,7 +1,6 @@
 """Conformance against Excel's cached values, on corpora whose answers are known by hand."""
 
 import json
-import re
 import shutil
 import zipfile
 
@@ -57,16 +56,45 @@ def test_cells_that_depend_on_today_are_left_out_and_counted(tmp_path):
     (corpus / "dataset.json").write_text(json.dumps([r for r in record if str(r["id"]) == "59511"]))
     # Excel's answer, F2:F6 = ROUNDUP(E/1000,0) with Excel's caches; F3 is the master of the
     # shared formula F3:F6, which is made to read TODAY()
-    with zipfile.ZipFile(DEMO / "dataset" / "spreadsheet" / "59511" / "1_59511_answer.xlsx") as original, \
-            zipfile.ZipFile(folder / "1_59511_answer.xlsx", "w") as copy:
-        for item in original.infolist():
-            data = original.read(item.filename)
-            if item.filename == "xl/worksheets/sheet1.xml":
-                data = re.sub(rb'(<c r="F3"[^>]*><f[^>]*>)', rb"\1TODAY()*0+", data)
-            copy.writestr(item, data)
+    f3 = b'<c r="F3" s="6"><f t="shared" ref="F3:F6" si="0">'
+    _copy_with(DEMO / "dataset" / "spreadsheet" / "59511" / "1_59511_answer.xlsx", folder / "1_59511_answer.xlsx",
+               [(f3, f3 + b"TODAY()*0+")])
     report = conformance(corpus, [open_engine("ironcalc")], get_policy("spreadsheetbench"))
     assert report.volatile == 4
     assert [(t.compared, t.agree) for t in report.engines] == [(1, 1)]  # F2 alone
+
+
+def _copy_with(source, target, replacements: list[tuple[bytes, bytes]]) -> None:
+    with zipfile.ZipFile(source) as original, zipfile.ZipFile(target, "w") as copy:
+        for item in original.infolist():
+            data = original.read(item.filename)
+            if item.filename == "xl/worksheets/sheet1.xml":
+                for old, new in replacements:
+                    assert old in data
+                    data = data.replace(old, new)
+            copy.writestr(item, data)
+
+
+def test_cells_whose_excel_caches_contradict_each_other_are_left_out_and_counted(tmp_path):
+    corpus = tmp_path / "corpus"
+    folder = corpus / "spreadsheet" / "59511"
+    folder.mkdir(parents=True)
+    record = json.loads((DEMO / "dataset" / "dataset.json").read_text())
+    (corpus / "dataset.json").write_text(json.dumps([r for r in record if str(r["id"]) == "59511"]))
+    # Excel's answer: F2 = ROUNDUP(E2/1000,0) over E2 = 300, cached 1
+    answer = DEMO / "dataset" / "spreadsheet" / "59511" / "1_59511_answer.xlsx"
+    shutil.copyfile(answer, folder / "1_59511_answer.xlsx")
+    f2 = b'<c r="F2" s="6"><f>ROUNDUP(E2/1000,0)</f><v>1</v></c>'
+    # case 2: the same formula over the same E2, cached 5: Excel's caches contradict each other
+    _copy_with(answer, folder / "2_59511_answer.xlsx", [(f2, f2.replace(b"<v>1</v>", b"<v>5</v>"))])
+    # case 3: cached 5 too, but over E2 = 4500, where 5 is right: a different question
+    _copy_with(answer, folder / "3_59511_answer.xlsx", [(f2, f2.replace(b"<v>1</v>", b"<v>5</v>")),
+                                                        (b'<c r="E2" s="5"><v>300</v>', b'<c r="E2" s="5"><v>4500</v>')])
+    report = conformance(corpus, [open_engine("ironcalc")], get_policy("spreadsheetbench"))
+    assert report.inconsistent == 2  # F2 of cases 1 and 2
+    assert [(t.compared, t.agree) for t in report.engines] == [(13, 13)]  # 3 x F2:F6, less those two
+    assert report.mismatches == []
+    assert report.to_json()["inconsistent"] == 2
 
 
 def test_percentile_is_nearest_rank():
