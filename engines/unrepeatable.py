@@ -10,18 +10,32 @@
   59643, 30709 and 33157 were saved by a day-first Excel). A formula that only compares or
   matches the text (``MATCH(TEXT(d, "dd-mm-yyyy"), headers, 0)``) reads it the same
   everywhere, as do year-first dates (``2024-02-16``).
+- A value computed by a plain formula (not an array formula) whose ``MATCH`` looks up an
+  array computed from ranges (``MATCH(k, A1:A9&B1:B9, 0)``): Excel evaluates a formula
+  saved plain as a legacy one, meeting such ranges by implicit intersection (SpreadsheetBench
+  39931 caches ``#VALUE!``); every engine here computes the whole array (23.56 there). The
+  same formula saved as an array formula is computed. A function around the ranges
+  (``MATCH(TRUE, INDEX(A1:Z1<>0,), 0)``) computes the array in Excel too.
+- A value computed by an approximate ``XLOOKUP`` or ``XMATCH`` (match_mode 1 or -1) over a
+  lookup array that holds empty cells: Excel ranks the empty elements apart from the numbers
+  (SpreadsheetBench 57448: the next larger value after 0.5 in a row whose numbers are all
+  smaller is the first empty cell, where every engine here finds none). Excel's rule is not
+  documented, so no engine is trusted with it.
 """
 
 from __future__ import annotations
 
+import html
 import re
 import zipfile
 from pathlib import Path
 from typing import Callable
 
+from openpyxl.formula.tokenizer import Token, Tokenizer
+
 from engines.base import CannotEvaluate, WorkbookValues
-from engines.calls import QUOTED
-from engines.cones import Area, FormulaGraph, load_graph
+from engines.calls import QUOTED, calls
+from engines.cones import Area, FormulaGraph, load_graph, plain_area
 from engines.sheets import MAX_SHEET_BYTES, mentions, resolve_sheet
 
 # Day and month in one or two digits, then the year, separated by / . or -, and no digit around
@@ -35,6 +49,10 @@ _COERCION = re.compile(
 )
 # What takes a date out of a longer text ("PAID ON 16.02.24--96072")
 _EXTRACTION = re.compile(r"\b(?:MID|LEFT|RIGHT|SUBSTITUTE|REPLACE|TEXTBEFORE|TEXTAFTER|TEXTSPLIT|FILTERXML)\(", re.IGNORECASE)
+# A multi-cell range (A1:B9, A:B, 3:5), an operator, a function call: for the lookup-array check
+_MULTI_CELL = re.compile(r"\$?[A-Za-z]{1,3}\$?\d+:\$?[A-Za-z]{1,3}\$?\d+|\$?[A-Za-z]{1,3}:\$?[A-Za-z]{1,3}\b|\$?\d+:\$?\d+")
+_OPERATOR = re.compile(r"[&*+/=<>^-]")
+_CALL = re.compile(r"[A-Za-z_][\w.]*\(")
 _TIME = r"(?:\s+\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:\s*[AaPp][Mm])?)?"
 
 
@@ -43,12 +61,16 @@ def abstain_where_no_engine_can(path: Path, values: WorkbookValues) -> WorkbookV
     if values.failure is not None or not values.cells:
         return values
     external, text_dates = _has_external_links(path), _may_hold_text_dates(path)
-    if not (external or text_dates):
+    lookups = _any_part(path, _plain_lookup_look)
+    approximate = bool(mentions(path, (b"XLOOKUP(", b"XMATCH(")))
+    if not (external or text_dates or lookups or approximate):
         return values
     graph = load_graph(path)
     if graph is None:
         return values
     dated = _TextDates(graph) if text_dates else None
+    intersected = _Intersected(graph) if lookups else None
+    over_empty = _ApproximateOverEmpty(graph) if approximate else None
     for ref in list(values.cells):
         sheet = resolve_sheet(ref.sheet, graph.sheets)
         if sheet is None:
@@ -60,7 +82,47 @@ def abstain_where_no_engine_can(path: Path, values: WorkbookValues) -> WorkbookV
             values.cells[ref] = CannotEvaluate(
                 "locale-date", "the value turns a date typed as text (01/09/2020) into a number, which Excel does "
                                "by its locale, day or month first; the file does not record it")
+        elif intersected is not None and intersected.read_by(cell):
+            values.cells[ref] = CannotEvaluate(
+                "implicit-intersection", "a plain (not array) formula looks up an array computed from ranges "
+                                         "(MATCH(k, A1:A9&B1:B9, 0)): Excel meets those ranges by implicit "
+                                         "intersection, which no engine here does; as an array formula it is computed")
+        elif over_empty is not None and (function := over_empty.read_by(cell)):
+            values.cells[ref] = CannotEvaluate(
+                "unsupported-function", f"{function} with match_mode 1 or -1 over a lookup array that holds empty "
+                                        "cells: Excel ranks empty elements apart from numbers, by a rule no engine "
+                                        "here follows")
     return values
+
+
+def intersects_implicitly(formula: str) -> bool:
+    """Whether ``formula``, saved plain, has MATCH or XMATCH look up an array computed from
+    multi-cell ranges by an operator, with no function around them (see the module's doc)."""
+    for call in calls(formula):
+        if call.name in ("MATCH", "XMATCH") and len(call.args) > 1:
+            lookup_array = QUOTED.sub('""', call.args[1])
+            if _MULTI_CELL.search(lookup_array) and _OPERATOR.search(lookup_array) and not _CALL.search(lookup_array):
+                return True
+    return False
+
+
+class _Intersected:
+    """The plain formulas of a workbook whose lookup array Excel meets by implicit intersection."""
+
+    def __init__(self, graph: FormulaGraph):
+        self.graph = graph
+        self.found: dict[tuple[str, int, int], bool] = {}
+
+    def read_by(self, cell: tuple[str, int, int]) -> bool:
+        """Whether such a formula is in the cell's cone."""
+        return any(self._intersects(c) for c in self.graph.cells_in_cone([cell]))
+
+    def _intersects(self, cell: tuple[str, int, int]) -> bool:
+        if cell not in self.found:
+            sheet, row, column = cell
+            value = self.graph.book[sheet].cell(row, column).value  # an array formula is no str
+            self.found[cell] = isinstance(value, str) and intersects_implicitly(value)
+        return self.found[cell]
 
 
 def text_date(text: str) -> bool:
@@ -135,6 +197,63 @@ def _may_hold_text_dates(path: Path) -> bool:
 def _inline_look(archive: zipfile.ZipFile) -> bool:
     return any(text_date(archive.read(info).decode("utf-8", "replace")) for info in archive.infolist()
                if info.filename.startswith("xl/worksheets/") and info.file_size <= MAX_SHEET_BYTES)
+
+
+class _ApproximateOverEmpty:
+    """Approximate XLOOKUP and XMATCH calls over lookup arrays that hold empty cells."""
+
+    def __init__(self, graph: FormulaGraph):
+        self.graph = graph
+        self.empty: dict[Area, bool] = {}
+        self.budget = MAX_CELLS_READ
+
+    def read_by(self, cell: tuple[str, int, int]) -> str | None:
+        """The function of such a call in the cell's cone, or None."""
+        for sheet, row, column in self.graph.cells_in_cone([cell]):
+            for call in calls(self.graph.formulas[(sheet, row, column)]):
+                mode = {"XLOOKUP": 4, "XMATCH": 2}.get(call.name)
+                if mode is not None and len(call.args) > mode and call.args[mode] in ("1", "-1", "+1"):
+                    if any(self._holds_empty(area) for area in self._areas(call.args[1], sheet)):
+                        return call.name
+        return None
+
+    def _areas(self, text: str, home: str) -> list[Area]:
+        try:
+            tokens = Tokenizer("=" + text).items
+        except Exception:
+            return []
+        found = (plain_area(t.value, home, self.graph.sheets) for t in tokens
+                 if t.type == Token.OPERAND and t.subtype == Token.RANGE)
+        return [a for a in found if a is not None and (a.min_row, a.min_col) != (a.max_row, a.max_col)]
+
+    def _holds_empty(self, area: Area) -> bool:
+        if area not in self.empty:
+            sheet = self.graph.book[area.sheet]
+            max_row, max_col = min(area.max_row, sheet.max_row), min(area.max_col, sheet.max_column)
+            cells = max(0, max_row - area.min_row + 1) * max(0, max_col - area.min_col + 1)
+            self.budget -= cells
+            if (max_row, max_col) != (area.max_row, area.max_col):
+                self.empty[area] = True  # the area reaches past the sheet's last cell
+            elif self.budget < 0:
+                self.empty[area] = False  # too large to read: left to the engine
+            else:
+                self.empty[area] = any(value is None or value == "" for row in sheet.iter_rows(
+                    min_row=area.min_row, max_row=max_row, min_col=area.min_col, max_col=max_col, values_only=True)
+                    for value in row)
+        return self.empty[area]
+
+
+_PLAIN_FORMULA = re.compile(rb"<f(?![^>]*\bt=\"array\")[^>]*>([^<]*MATCH\([^<]*)</f>", re.IGNORECASE)
+
+
+def _plain_lookup_look(archive: zipfile.ZipFile) -> bool:
+    """Whether a sheet holds a plain formula whose lookup array Excel intersects implicitly."""
+    for info in archive.infolist():
+        if info.filename.startswith("xl/worksheets/") and info.file_size <= MAX_SHEET_BYTES:
+            texts = {html.unescape(m.group(1).decode("utf-8", "replace")) for m in _PLAIN_FORMULA.finditer(archive.read(info))}
+            if any(intersects_implicitly(text) for text in texts):
+                return True
+    return False
 
 
 def _any_part(path: Path, look: Callable[[zipfile.ZipFile], bool]) -> bool:

@@ -85,3 +85,51 @@ def test_a_date_text_written_inline_is_found(tmp_path):
             target.writestr(info, data)
     values = IronCalcEngine().evaluate(tmp_path / "inline.xlsx", [CellRef("Sheet1", 1, 2)]).cells
     assert values[CellRef("Sheet1", 1, 2)].reason == "locale-date"
+
+
+@pytest.mark.parametrize("formula, expected", [
+    ("=INDEX($K$3:$K$22,MATCH($B4&C$3,$I$3:$I$22&$J$3:$J$22,0))", True),  # SpreadsheetBench 39931
+    ("=IFERROR(A5-INDEX($A$1:A4,MATCH(2,(1/(B5=$B$1:B4)))),0)", True),
+    ("=INDEX($E9:$AN9,,MATCH(TRUE,INDEX($E9:$AN9<>0,),0))", False),  # INDEX(...,) computes the array (9569)
+    ("=MATCH(G4,'Admin & Settings'!$U$5:$U$66,0)", False),  # a range alone; the & is the sheet's name
+    ("=MATCH(A1&B1,C:C,0)", False),  # the operator is in the lookup value
+])
+def test_lookup_arrays_computed_from_ranges(formula, expected):
+    from engines.unrepeatable import intersects_implicitly
+
+    assert intersects_implicitly(formula) is expected
+
+
+def test_a_plain_formula_whose_lookup_array_excel_intersects_is_an_abstention(workbook, tmp_path):
+    # SpreadsheetBench 39931, case 3: saved as a plain formula, Excel computes it as a legacy one
+    # (implicit intersection) and caches #VALUE!; every engine here computes the array, 23.56.
+    # Entered as an array formula, it is computed: B1&C1 = "xA" is the 2nd of I&J, K2 = 23.56.
+    import openpyxl
+    from openpyxl.worksheet.formula import ArrayFormula
+
+    cells = {"B1": "x", "C1": "A", "I1": "w", "J1": "A", "K1": 10.74, "I2": "x", "J2": "A", "K2": 23.56,
+             "D1": "=INDEX($K$1:$K$2,MATCH($B1&C$1,$I$1:$I$2&$J$1:$J$2,0))", "E1": "=D1*2"}
+    plain = workbook(cells)
+    values = IronCalcEngine().evaluate(plain, [CellRef("Sheet1", 1, 4), CellRef("Sheet1", 1, 5)]).cells
+    assert [values[CellRef("Sheet1", 1, c)].reason for c in (4, 5)] == ["implicit-intersection"] * 2
+    book = openpyxl.load_workbook(plain)
+    book.active["D1"] = ArrayFormula("D1", cells["D1"])
+    book.save(array := tmp_path / "array.xlsx")
+    values = IronCalcEngine().evaluate(array, [CellRef("Sheet1", 1, 4), CellRef("Sheet1", 1, 5)]).cells
+    assert values[CellRef("Sheet1", 1, 4)] == 23.56
+    assert values[CellRef("Sheet1", 1, 5)] == 47.12
+
+
+def test_an_approximate_xlookup_over_empty_cells_is_an_abstention(workbook):
+    # SpreadsheetBench 57448: XLOOKUP(0.5, FILTER(row), headers, "", 1) over a row with empty cells
+    # is the header of the first empty cell in Excel (20), "" in every engine here (no number is
+    # 0.5 or more). Over a row without empty cells the next larger value is found by hand:
+    # 0.5 -> 0.6 in B1 -> header "b".
+    cells = {"A1": 0.1, "B1": 0.6, "C1": 0.2, "A2": "a", "B2": "b", "C2": "c",
+             "D1": '=_xlfn.XLOOKUP(0.5,A1:C1,A2:C2,"",1)', "D2": '=_xlfn.XLOOKUP(0.5,A1:C1,A2:C2,"")'}
+    refs = [CellRef("Sheet1", 1, 4), CellRef("Sheet1", 2, 4)]
+    values = IronCalcEngine().evaluate(workbook(cells), refs).cells
+    assert [values[r] for r in refs] == ["b", ""]
+    values = IronCalcEngine().evaluate(workbook({**cells, "B1": None}, name="gap.xlsx"), refs).cells
+    assert values[refs[0]].reason == "unsupported-function" and "empty" in values[refs[0]].detail
+    assert values[refs[1]] == ""  # an exact match does not rank empty cells
