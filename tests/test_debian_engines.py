@@ -310,6 +310,22 @@ def test_libreoffice_computes_mod_with_excels_precision(libreoffice, workbook):
     assert values[CellRef("Sheet1", 4, 2)] == pytest.approx(4)  # the largest of 3, 4, 0 (millionths)
 
 
+def test_libreoffice_reads_serials_before_march_1900_as_excel_does(libreoffice, workbook):
+    from openpyxl.worksheet.formula import ArrayFormula
+
+    # Excel counts 1900 as a leap year: serial 1 is 1 Jan 1900, 59 is 28 Feb, 61 is 1 Mar.
+    # LibreOffice counts from 30 Dec 1899: its serial 1 is 31 Dec 1899, its 61 is 1 Mar too.
+    # SpreadsheetBench 30468: DAY(EOMONTH(D,0)+1-DAY(EOMONTH(D,0)-D+1)) for D = 13 Apr 2024
+    # (45395) is DAY(45412+1-DAY(18)) = DAY(45395) = 13 in Excel, as DAY(18) is 18.
+    path = workbook({"A1": 45395, "B1": "=DAY(EOMONTH(A1,0)+1-DAY(EOMONTH(A1,0)-A1+1))", "B2": "=DAY(18)",
+                     "B3": "=MONTH(40)", "B4": "=YEAR(1)", "B5": "=DAY(A1)", "B6": "=DAY(B7)",
+                     "B8": ArrayFormula("B8", "=SUM(DAY({18,45395}))"), "B9": "=DAY(60)&\"/\"&MONTH(60)"})
+    values = libreoffice.evaluate(path, [CellRef("Sheet1", row, 2) for row in range(1, 10) if row != 7]).cells
+    assert [values[CellRef("Sheet1", row, 2)] for row in (1, 2, 3, 4, 5, 6, 8, 9)] == [
+        13, 18, 2, 1900, 13, 0, 18 + 13, "29/2"]
+    # 40 is 9 Feb 1900 in Excel; DAY of an empty cell is 0 in Excel; 60 is Excel's 29 Feb 1900
+
+
 def test_an_array_formula_over_a_table_is_rewritten_for_mod_with_its_references_resolved(libreoffice, tmp_path):
     from openpyxl import Workbook
     from openpyxl.worksheet.formula import ArrayFormula
@@ -395,3 +411,22 @@ def test_libreoffice_abstains_on_vlookup_over_an_array_of_columns(libreoffice, w
     values = libreoffice.evaluate(path, [CellRef("Sheet1", 1, 5), CellRef("Sheet1", 2, 5)]).cells
     assert "VLOOKUP" in values[CellRef("Sheet1", 1, 5)].detail
     assert values[CellRef("Sheet1", 2, 5)] == 2  # row A, column 3
+
+
+def test_libreoffice_leaves_nothing_outside_its_profile_and_removes_that(tmp_path, monkeypatch):
+    """soffice's temporary files and cache go to the private profile; its pipe sockets, which
+    it always makes in /tmp, are removed with the profile."""
+    require_engines("libreoffice")
+    import os
+    import tempfile
+    from engines.libreoffice_files import pipe_files
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "temporary"))
+    (tmp_path / "temporary").mkdir()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "the user's cache"))
+    engine = LibreOfficeEngine(timeout_s=60)
+    assert engine.evaluate(STALE, F[:1]).cells[F[0]] == 0.0  # ROUND(300/1000, 0)
+    pipes = pipe_files(engine._profile)
+    assert sum(os.path.exists(p) for p in pipes) == 2  # the names are the ones soffice chose
+    engine.close()
+    assert [p for p in pipes if os.path.exists(p)] == []
+    assert sorted(tmp_path.rglob("*")) == [tmp_path / "temporary"]  # no profile, no lu*.tmp, no cache
