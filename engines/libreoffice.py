@@ -32,7 +32,6 @@ import json
 import os
 import re
 import select
-import shutil
 import signal
 import subprocess
 import tempfile
@@ -46,6 +45,7 @@ from engines.base import (
 from engines.calls import QUOTED, READS_TEXT_AS_DATE, TAKES_A_DATE, Call, calls, reads_a_date_from_text
 from engines.cones import load_graph
 from engines.isolation import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S
+from engines.libreoffice_files import office_environment, remove_office_files
 from engines.libreoffice_rewrites import libreoffice_rewrites
 from engines.readings import unknown_functions
 from engines.screening import screen
@@ -147,7 +147,7 @@ class LibreOfficeEngine:
             [SYSTEM_PYTHON, str(WORKER), self._profile, str(self.memory_mb), *network_sandbox()],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
             start_new_session=True,  # the helper and its soffice share a process group we can kill
-            env={**os.environ, "HOME": self._profile},
+            env=office_environment(self._profile),
         )
         ready = self._read_line(self._helper, START_TIMEOUT_S)
         if not ready or not ready.get("ready"):
@@ -178,7 +178,7 @@ class LibreOfficeEngine:
                 if stream is not None:
                     stream.close()
         if self._profile is not None:
-            shutil.rmtree(self._profile, ignore_errors=True)
+            remove_office_files(self._profile)
             self._profile = None
 
 

@@ -18,7 +18,7 @@ with one JSON line on stdout:
     {"ok": false, "reason": "load-failed", "detail": "..."}
 
 ``kind`` is "empty", "number", "text" or "error". This file imports nothing from
-regrade: it runs in another interpreter.
+regrade (it runs in another interpreter) but its neighbour libreoffice_files.
 """
 
 from __future__ import annotations
@@ -26,17 +26,17 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import resource
 import subprocess
 import sys
 import time
-import uuid
 
 import uno  # type: ignore[import-not-found]
 from com.sun.star.beans import PropertyValue  # type: ignore[import-not-found]
 from com.sun.star.connection import NoConnectException  # type: ignore[import-not-found]
 from com.sun.star.table import CellAddress  # type: ignore[import-not-found]
+
+from libreoffice_files import accept_pipe, remove_office_files  # this file's folder, not the regrade package
 
 PROFILE_SETTINGS = """<?xml version="1.0" encoding="UTF-8"?>
 <oor:items xmlns:oor="http://openoffice.org/2001/registry" xmlns:xs="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
@@ -69,7 +69,7 @@ def start_office(profile: str, memory_mb: int, sandbox: list):
     os.makedirs(user, exist_ok=True)
     with open(os.path.join(user, "registrymodifications.xcu"), "w", encoding="utf-8") as handle:
         handle.write(PROFILE_SETTINGS)
-    pipe = f"regrade-{uuid.uuid4().hex}"
+    pipe = accept_pipe(profile)
     office = subprocess.Popen(
         [*sandbox, "soffice", "--headless", "--invisible", "--nologo", "--norestore", "--nodefault", "--nolockcheck",
          f"-env:UserInstallation=file://{profile}", f"--accept=pipe,name={pipe};urp;StarOffice.ComponentContext"],
@@ -293,7 +293,7 @@ def main() -> None:
     except Exception:
         office.kill()
         office.wait(10)
-    shutil.rmtree(profile, ignore_errors=True)
+    remove_office_files(profile)
 
 
 if __name__ == "__main__":
