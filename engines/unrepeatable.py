@@ -28,6 +28,7 @@ from __future__ import annotations
 import html
 import re
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -36,7 +37,7 @@ from openpyxl.formula.tokenizer import Token, Tokenizer
 from engines.base import CannotEvaluate, WorkbookValues
 from engines.calls import QUOTED, calls
 from engines.cones import Area, FormulaGraph, load_graph, plain_area
-from engines.sheets import MAX_SHEET_BYTES, mentions, resolve_sheet
+from engines.sheets import MAX_SHEET_BYTES, resolve_sheet
 
 # Day and month in one or two digits, then the year, separated by / . or -, and no digit around
 _NUMBERS_DATE = re.compile(r"(?<![\d.])(\d{1,2})([/.\-])(\d{1,2})\2(\d{4}|\d{2})(?!\d)")
@@ -53,6 +54,9 @@ _EXTRACTION = re.compile(r"\b(?:MID|LEFT|RIGHT|SUBSTITUTE|REPLACE|TEXTBEFORE|TEX
 _MULTI_CELL = re.compile(r"\$?[A-Za-z]{1,3}\$?\d+:\$?[A-Za-z]{1,3}\$?\d+|\$?[A-Za-z]{1,3}:\$?[A-Za-z]{1,3}\b|\$?\d+:\$?\d+")
 _OPERATOR = re.compile(r"[&*+/=<>^-]")
 _CALL = re.compile(r"[A-Za-z_][\w.]*\(")
+# In a sheet's XML: the text of a plain (not array) formula calling MATCH; an XLOOKUP or XMATCH call
+_PLAIN_MATCH = re.compile(rb"<f(?![^>]*\bt=\"array\")[^>]*>([^<]*MATCH\([^<]*)</f>", re.IGNORECASE)
+_APPROXIMATE_CALL = re.compile(rb"X(?:LOOKUP|MATCH)\(", re.IGNORECASE)
 _TIME = r"(?:\s+\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:\s*[AaPp][Mm])?)?"
 
 
@@ -60,23 +64,21 @@ def abstain_where_no_engine_can(path: Path, values: WorkbookValues) -> WorkbookV
     """The engine's values, with the cells described above turned into abstentions."""
     if values.failure is not None or not values.cells:
         return values
-    external, text_dates = _has_external_links(path), _may_hold_text_dates(path)
-    lookups = _any_part(path, _plain_lookup_look)
-    approximate = bool(mentions(path, (b"XLOOKUP(", b"XMATCH(")))
-    if not (external or text_dates or lookups or approximate):
+    look = _quick_look(path)
+    if not (look.external or look.text_dates or look.intersected or look.approximate):
         return values
     graph = load_graph(path)
     if graph is None:
         return values
-    dated = _TextDates(graph) if text_dates else None
-    intersected = _Intersected(graph) if lookups else None
-    over_empty = _ApproximateOverEmpty(graph) if approximate else None
+    dated = _TextDates(graph) if look.text_dates else None
+    intersected = _Intersected(graph) if look.intersected else None
+    over_empty = _ApproximateOverEmpty(graph) if look.approximate else None
     for ref in list(values.cells):
         sheet = resolve_sheet(ref.sheet, graph.sheets)
         if sheet is None:
             continue
         cell = (sheet, ref.row, ref.column)
-        if external and graph.cone([cell]).external:
+        if look.external and graph.cone([cell]).external:
             values.cells[ref] = CannotEvaluate("external-link", "the value comes from another workbook (an external link)")
         elif dated is not None and dated.read_by(cell):
             values.cells[ref] = CannotEvaluate(
@@ -177,26 +179,40 @@ class _TextDates:
         return None
 
 
-def _has_external_links(path: Path) -> bool:
-    return _any_part(path, lambda archive: any(n.startswith("xl/externalLinks/") for n in archive.namelist()))
+@dataclass
+class _Look:
+    """What a quick look at the file's parts finds possible, before the formula graph is read."""
+
+    external: bool = False  # an external link part
+    text_dates: bool = False  # a shared (or inline) string holding a date with day and month in numbers
+    intersected: bool = False  # a plain formula whose MATCH Excel intersects implicitly
+    approximate: bool = False  # an XLOOKUP or XMATCH call
 
 
-def _may_hold_text_dates(path: Path) -> bool:
-    """Whether the shared strings (or, in a file that writes strings inline, a sheet) may hold
-    such a date: a quick look before the formula graph."""
-    def look(archive: zipfile.ZipFile) -> bool:
-        for info in archive.infolist():
-            if info.filename == "xl/sharedStrings.xml" and info.file_size <= MAX_SHEET_BYTES:
-                if text_date(archive.read(info).decode("utf-8", "replace")):
-                    return True
-        return False
-
-    return _any_part(path, look) or (b"inlineStr" in mentions(path, (b"inlineStr",)) and _any_part(path, _inline_look))
-
-
-def _inline_look(archive: zipfile.ZipFile) -> bool:
-    return any(text_date(archive.read(info).decode("utf-8", "replace")) for info in archive.infolist()
-               if info.filename.startswith("xl/worksheets/") and info.file_size <= MAX_SHEET_BYTES)
+def _quick_look(path: Path) -> _Look:
+    """One pass over the archive: the part names, the shared strings, each sheet once. Never raises."""
+    look = _Look()
+    try:
+        with zipfile.ZipFile(path) as archive:
+            for info in archive.infolist():
+                name = info.filename
+                look.external |= name.startswith("xl/externalLinks/")
+                if info.file_size > MAX_SHEET_BYTES:
+                    continue
+                if name == "xl/sharedStrings.xml" and not look.text_dates:
+                    look.text_dates = text_date(archive.read(info).decode("utf-8", "replace"))
+                elif name.startswith("xl/worksheets/") and name.endswith(".xml"):
+                    sheet = archive.read(info)
+                    look.approximate |= _APPROXIMATE_CALL.search(sheet) is not None
+                    look.intersected = look.intersected or any(intersects_implicitly(text) for text in {
+                        html.unescape(m.group(1).decode("utf-8", "replace")) for m in _PLAIN_MATCH.finditer(sheet)})
+                    if not look.text_dates and b"inlineStr" in sheet:
+                        look.text_dates = text_date(sheet.decode("utf-8", "replace"))
+    except MemoryError:
+        raise
+    except Exception:  # a broken archive: the engines report it
+        pass
+    return look
 
 
 class _ApproximateOverEmpty:
@@ -241,26 +257,3 @@ class _ApproximateOverEmpty:
                     min_row=area.min_row, max_row=max_row, min_col=area.min_col, max_col=max_col, values_only=True)
                     for value in row)
         return self.empty[area]
-
-
-_PLAIN_FORMULA = re.compile(rb"<f(?![^>]*\bt=\"array\")[^>]*>([^<]*MATCH\([^<]*)</f>", re.IGNORECASE)
-
-
-def _plain_lookup_look(archive: zipfile.ZipFile) -> bool:
-    """Whether a sheet holds a plain formula whose lookup array Excel intersects implicitly."""
-    for info in archive.infolist():
-        if info.filename.startswith("xl/worksheets/") and info.file_size <= MAX_SHEET_BYTES:
-            texts = {html.unescape(m.group(1).decode("utf-8", "replace")) for m in _PLAIN_FORMULA.finditer(archive.read(info))}
-            if any(intersects_implicitly(text) for text in texts):
-                return True
-    return False
-
-
-def _any_part(path: Path, look: Callable[[zipfile.ZipFile], bool]) -> bool:
-    try:
-        with zipfile.ZipFile(path) as archive:
-            return look(archive)
-    except MemoryError:
-        raise
-    except Exception:  # a broken archive: the engines report it
-        return False
