@@ -185,18 +185,25 @@ class FormulaGraph:
         budget = MAX_INPUT_CELLS
         contents = []
         for area in areas:
-            ws = self.book[area.sheet]
-            max_row, max_col = min(area.max_row, ws.max_row), min(area.max_col, ws.max_column)
-            size = max(0, max_row - area.min_row + 1) * max(0, max_col - area.min_col + 1)
+            size, rows = self.stored(area)
             budget -= size
             if budget < 0:
                 return None
-            rows = ws.iter_rows(min_row=area.min_row, max_row=max_row, min_col=area.min_col, max_col=max_col,
-                                values_only=True) if size else ()
             contents.append((area, tuple(tuple(_content(v) for v in row) for row in rows)))
         hidden = tuple((sheet, self.hidden_rows.get(sheet)) for sheet in sorted({a.sheet for a in areas}))
         formulas = tuple(sorted((cell, self.formulas[cell]) for cell in cone.cells))
         return formulas, tuple(contents), hidden, tuple(sorted(self.names.items(), key=repr))
+
+    def stored(self, area: Area) -> tuple[int, Iterable[tuple]]:
+        """What the file stores in ``area``, cut at its sheet's last used row and column: how
+        many cells that is, and their values row by row (read as they are iterated)."""
+        ws = self.book[area.sheet]
+        max_row, max_col = min(area.max_row, ws.max_row), min(area.max_col, ws.max_column)
+        size = max(0, max_row - area.min_row + 1) * max(0, max_col - area.min_col + 1)
+        if not size:
+            return 0, ()
+        return size, ws.iter_rows(min_row=area.min_row, max_row=max_row, min_col=area.min_col, max_col=max_col,
+                                  values_only=True)
 
     def dependency_levels(self, cells: Iterable[Cell]) -> list[list[Cell]] | None:
         """``cells`` in levels: each cell after every cell of the set its value depends on

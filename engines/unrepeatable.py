@@ -165,14 +165,11 @@ class _TextDates:
         return None
 
     def _search(self, area: Area, is_date: Callable[[str], bool]) -> str | None:
-        sheet = self.graph.book[area.sheet]
-        max_row, max_col = min(area.max_row, sheet.max_row), min(area.max_col, sheet.max_column)
-        cells = max(0, max_row - area.min_row + 1) * max(0, max_col - area.min_col + 1)
+        cells, rows = self.graph.stored(area)
         if cells > self.budget:
             return None  # too large to read: left to the engine
         self.budget -= cells
-        for row in sheet.iter_rows(min_row=area.min_row, max_row=max_row, min_col=area.min_col, max_col=max_col,
-                                   values_only=True):
+        for row in rows:
             for value in row:
                 if isinstance(value, str) and not value.startswith("=") and is_date(value):
                     return value
@@ -244,16 +241,12 @@ class _ApproximateOverEmpty:
 
     def _holds_empty(self, area: Area) -> bool:
         if area not in self.empty:
-            sheet = self.graph.book[area.sheet]
-            max_row, max_col = min(area.max_row, sheet.max_row), min(area.max_col, sheet.max_column)
-            cells = max(0, max_row - area.min_row + 1) * max(0, max_col - area.min_col + 1)
+            cells, rows = self.graph.stored(area)
             self.budget -= cells
-            if (max_row, max_col) != (area.max_row, area.max_col):
+            if cells < (area.max_row - area.min_row + 1) * (area.max_col - area.min_col + 1):
                 self.empty[area] = True  # the area reaches past the sheet's last cell
             elif self.budget < 0:
                 self.empty[area] = False  # too large to read: left to the engine
             else:
-                self.empty[area] = any(value is None or value == "" for row in sheet.iter_rows(
-                    min_row=area.min_row, max_row=max_row, min_col=area.min_col, max_col=max_col, values_only=True)
-                    for value in row)
+                self.empty[area] = any(value is None or value == "" for row in rows for value in row)
         return self.empty[area]

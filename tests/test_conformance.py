@@ -29,12 +29,18 @@ def test_every_engine_matches_excel_on_the_demo_answers(engines):
     assert report.mismatches == []
 
 
-def test_a_cache_that_disagrees_with_its_formula_is_counted_and_listed(engines, tmp_path):
+def _corpus_of_59511(tmp_path):
+    """An empty corpus holding task 59511's record: (the corpus, the task's folder)."""
     corpus = tmp_path / "corpus"
     folder = corpus / "spreadsheet" / "59511"
     folder.mkdir(parents=True)
     record = json.loads((DEMO / "dataset" / "dataset.json").read_text())
     (corpus / "dataset.json").write_text(json.dumps([r for r in record if str(r["id"]) == "59511"]))
+    return corpus, folder
+
+
+def test_a_cache_that_disagrees_with_its_formula_is_counted_and_listed(engines, tmp_path):
+    corpus, folder = _corpus_of_59511(tmp_path)
     # case 1: ROUND formulas over ROUNDUP's cache; case 2: openpyxl formulas, no cache at all
     shutil.copyfile(DEMO / "outputs" / "community" / "1_59511_output.xlsx", folder / "1_59511_answer.xlsx")
     shutil.copyfile(DEMO / "outputs" / "anthropic" / "2_59511_output.xlsx", folder / "2_59511_answer.xlsx")
@@ -49,11 +55,7 @@ def test_a_cache_that_disagrees_with_its_formula_is_counted_and_listed(engines, 
 
 
 def test_cells_that_depend_on_today_are_left_out_and_counted(tmp_path):
-    corpus = tmp_path / "corpus"
-    folder = corpus / "spreadsheet" / "59511"
-    folder.mkdir(parents=True)
-    record = json.loads((DEMO / "dataset" / "dataset.json").read_text())
-    (corpus / "dataset.json").write_text(json.dumps([r for r in record if str(r["id"]) == "59511"]))
+    corpus, folder = _corpus_of_59511(tmp_path)
     # Excel's answer, F2:F6 = ROUNDUP(E/1000,0) with Excel's caches; F3 is the master of the
     # shared formula F3:F6, which is made to read TODAY()
     f3 = b'<c r="F3" s="6"><f t="shared" ref="F3:F6" si="0">'
@@ -76,11 +78,7 @@ def _copy_with(source, target, replacements: list[tuple[bytes, bytes]]) -> None:
 
 
 def test_cells_whose_excel_caches_contradict_each_other_are_left_out_and_counted(tmp_path):
-    corpus = tmp_path / "corpus"
-    folder = corpus / "spreadsheet" / "59511"
-    folder.mkdir(parents=True)
-    record = json.loads((DEMO / "dataset" / "dataset.json").read_text())
-    (corpus / "dataset.json").write_text(json.dumps([r for r in record if str(r["id"]) == "59511"]))
+    corpus, folder = _corpus_of_59511(tmp_path)
     # Excel's answer: F2 = ROUNDUP(E2/1000,0) over E2 = 300, cached 1
     answer = DEMO / "dataset" / "spreadsheet" / "59511" / "1_59511_answer.xlsx"
     shutil.copyfile(answer, folder / "1_59511_answer.xlsx")
