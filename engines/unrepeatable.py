@@ -80,16 +80,18 @@ def abstain_where_no_engine_can(path: Path, values: WorkbookValues) -> WorkbookV
         cell = (sheet, ref.row, ref.column)
         if look.external and graph.cone([cell]).external:
             values.cells[ref] = CannotEvaluate("external-link", "the value comes from another workbook (an external link)")
-        elif dated is not None and dated.read_by(cell):
+            continue
+        cone = graph.cells_in_cone([cell])  # one walk for the three checks below
+        if dated is not None and dated.read_by(cone):
             values.cells[ref] = CannotEvaluate(
                 "locale-date", "the value turns a date typed as text (01/09/2020) into a number, which Excel does "
                                "by its locale, day or month first; the file does not record it")
-        elif intersected is not None and intersected.read_by(cell):
+        elif intersected is not None and intersected.read_by(cone):
             values.cells[ref] = CannotEvaluate(
                 "implicit-intersection", "a plain (not array) formula looks up an array computed from ranges "
                                          "(MATCH(k, A1:A9&B1:B9, 0)): Excel meets those ranges by implicit "
                                          "intersection, which no engine here does; as an array formula it is computed")
-        elif over_empty is not None and (function := over_empty.read_by(cell)):
+        elif over_empty is not None and (function := over_empty.read_by(cone)):
             values.cells[ref] = CannotEvaluate(
                 "unsupported-function", f"{function} with match_mode 1 or -1 over a lookup array that holds empty "
                                         "cells: Excel ranks empty elements apart from numbers, by a rule no engine "
@@ -115,9 +117,9 @@ class _Intersected:
         self.graph = graph
         self.found: dict[tuple[str, int, int], bool] = {}
 
-    def read_by(self, cell: tuple[str, int, int]) -> bool:
-        """Whether such a formula is in the cell's cone."""
-        return any(self._intersects(c) for c in self.graph.cells_in_cone([cell]))
+    def read_by(self, cone: list[tuple[str, int, int]]) -> bool:
+        """Whether such a formula is among the formula cells of a cone."""
+        return any(self._intersects(c) for c in cone)
 
     def _intersects(self, cell: tuple[str, int, int]) -> bool:
         if cell not in self.found:
@@ -150,9 +152,9 @@ class _TextDates:
         self.found: dict[tuple[Area, bool], str | None] = {}
         self.budget = MAX_CELLS_READ
 
-    def read_by(self, cell: tuple[str, int, int]) -> str | None:
-        """An example of such a text a formula of the cell's cone reads and may turn into a number, or None."""
-        for formula_cell in self.graph.cells_in_cone([cell]):
+    def read_by(self, cone: list[tuple[str, int, int]]) -> str | None:
+        """An example of such a text a formula cell of a cone reads and may turn into a number, or None."""
+        for formula_cell in cone:
             code = QUOTED.sub("", self.graph.formulas[formula_cell])
             if not _COERCION.search(code):
                 continue
@@ -218,16 +220,24 @@ class _ApproximateOverEmpty:
     def __init__(self, graph: FormulaGraph):
         self.graph = graph
         self.empty: dict[Area, bool] = {}
+        self.found: dict[tuple[str, int, int], str | None] = {}
         self.budget = MAX_CELLS_READ
 
-    def read_by(self, cell: tuple[str, int, int]) -> str | None:
-        """The function of such a call in the cell's cone, or None."""
-        for sheet, row, column in self.graph.cells_in_cone([cell]):
-            for call in calls(self.graph.formulas[(sheet, row, column)]):
-                mode = {"XLOOKUP": 4, "XMATCH": 2}.get(call.name)
-                if mode is not None and len(call.args) > mode and call.args[mode] in ("1", "-1", "+1"):
-                    if any(self._holds_empty(area) for area in self._areas(call.args[1], sheet)):
-                        return call.name
+    def read_by(self, cone: list[tuple[str, int, int]]) -> str | None:
+        """The function of such a call among the formula cells of a cone, or None."""
+        for cell in cone:
+            if cell not in self.found:
+                self.found[cell] = self._call_in(cell)
+            if self.found[cell] is not None:
+                return self.found[cell]
+        return None
+
+    def _call_in(self, cell: tuple[str, int, int]) -> str | None:
+        for call in calls(self.graph.formulas[cell]):
+            mode = {"XLOOKUP": 4, "XMATCH": 2}.get(call.name)
+            if mode is not None and len(call.args) > mode and call.args[mode] in ("1", "-1", "+1"):
+                if any(self._holds_empty(area) for area in self._areas(call.args[1], cell[0])):
+                    return call.name
         return None
 
     def _areas(self, text: str, home: str) -> list[Area]:
