@@ -27,10 +27,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from engines.formulas_ import FormulasEngine  # noqa: E402
-from engines.isolation import IsolatedEngine  # noqa: E402
-from regrade.compare import get_policy  # noqa: E402
-from regrade.conformance import conformance, percentile  # noqa: E402
+from regrade.engines.formulas import FormulasEngine  # noqa: E402
+from regrade.engines.isolation import IsolatedEngine  # noqa: E402
+from regrade.grading.policies import get_policy  # noqa: E402
+from regrade.audit.conformance import conformance, percentile  # noqa: E402
 
 DEFAULT_CORPUS = ROOT.parent / "shared" / "spreadsheetbench"
 

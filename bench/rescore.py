@@ -34,10 +34,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from engines.cached import CachedEngine  # noqa: E402
-from regrade.compare import TargetError, get_policy  # noqa: E402
-from regrade.grading import GoldenError, grade, load_golden  # noqa: E402
-from regrade.runs import golden_files, load_dataset  # noqa: E402
+from regrade.engines.cached import CachedEngine  # noqa: E402
+from regrade.grading.policies import TargetError, get_policy  # noqa: E402
+from regrade.grading.grade import GoldenError, grade, load_golden  # noqa: E402
+from regrade.runs.cases import golden_files, load_dataset  # noqa: E402
 
 DEFAULT_CORPUS = ROOT.parent / "shared" / "spreadsheetbench"
 

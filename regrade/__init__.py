@@ -1,7 +1,7 @@
 """regrade: tell which spreadsheet-benchmark failures are real.
 
 The library behind the ``regrade`` command. Start with :func:`regrade.runner.rescore_run`
-for the pipeline, :mod:`regrade.compare` for grading policies, and
+for the pipeline, :mod:`regrade.grading.policies` for grading policies, and
 :func:`regrade.paired_table` (pandas in, pandas out) for before/after tables with
 statistics.
 """

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from regrade import paired
-from regrade.results import read_outcomes
+from regrade.paired import tables as paired
+from regrade.runs.results import read_outcomes
 
 COLUMNS = ["stack", "benchmark", "condition", "baseline", "grading", "n", "pass_rate_baseline", "pass_rate_treatment",
            "gains", "regressions", "retained", "residual", "net", "delta", "ci_lower", "ci_upper", "ci_method", "p_value",
@@ -25,7 +25,7 @@ COLUMNS = ["stack", "benchmark", "condition", "baseline", "grading", "n", "pass_
 
 def paired_table(outcomes: pd.DataFrame, baseline: str = "none", ci: str = "newcombe", alpha: float = 0.05,
                  correction: str = "bonferroni", unit: str = "task") -> pd.DataFrame:
-    """One row per (stack, benchmark, condition != baseline, grading); see :mod:`regrade.paired`."""
+    """One row per (stack, benchmark, condition != baseline, grading); see :mod:`regrade.paired.tables`."""
     missing = [c for c in ("condition", "task_id") if c not in outcomes.columns]
     if missing or not ({"passed", "verdict"} & set(outcomes.columns)):
         raise paired.PairingError(f"outcomes need condition, task_id and passed (or regrade results); missing "

@@ -15,30 +15,30 @@ from typing import Callable
 
 import click
 
-from engines.isolation import DEFAULT_TIMEOUT_S
-from engines.registry import ENGINES, FULL_ENGINES, default_full_engines, get_engine, open_engine
+from regrade.engines.isolation import DEFAULT_TIMEOUT_S
+from regrade.engines.registry import ENGINES, FULL_ENGINES, default_full_engines, get_engine, open_engine
 from regrade import demo as demo_run
-from regrade import diff
-from regrade.compare import POLICIES, get_policy
-from regrade.audit_benchmark import RECALC_ENGINES, SEVERITIES, audit_benchmark
-from regrade.audit_grader import audit_grader, audit_table
-from regrade.conformance import conformance, percentile
-from regrade.controls import PACK as CONTROL_PACK
-from regrade.controls import load_pack
-from regrade.graders import GRADERS, GraderError, make_grader
-from regrade.grading import grade_case
-from regrade.paired import AGGREGATES, UNITS, PairingError, aggregate, changed_transitions, count_changes, paired_table
-from regrade.probes import MATRIX, OUTCOMES, load_matrix, record_matrix, run_pack
-from regrade.probes import scores as probe_scores
+from regrade.paired import diff
+from regrade.grading.policies import POLICIES, get_policy
+from regrade.audit.benchmark import RECALC_ENGINES, SEVERITIES, audit_benchmark
+from regrade.audit.grader import audit_grader, audit_table
+from regrade.audit.conformance import conformance, percentile
+from regrade.audit.controls import PACK as CONTROL_PACK
+from regrade.audit.controls import load_pack
+from regrade.grading.graders import GRADERS, GraderError, make_grader
+from regrade.grading.grade import grade_case
+from regrade.paired.tables import AGGREGATES, UNITS, PairingError, aggregate, changed_transitions, count_changes, paired_table
+from regrade.audit.probes import MATRIX, OUTCOMES, load_matrix, record_matrix, run_pack
+from regrade.audit.probes import scores as probe_scores
 from regrade.provenance import provenance
-from regrade.report import FORMATS, TABLE_FORMATS, render
-from regrade.results import ResultsError, json_value, read_outcomes, read_results, write_jsonl
-from regrade.stats import CORRECTIONS, INTERVALS
+from regrade.render.rows import FORMATS, TABLE_FORMATS, render
+from regrade.runs.results import ResultsError, json_value, read_outcomes, read_results, write_jsonl
+from regrade.paired.stats import CORRECTIONS, INTERVALS
 from regrade.runner import (
     SHALLOW_ENGINES, RescoreSettings, ResultCache, default_cache_dir, engine_versions, rescore_run,
 )
-from regrade.runs import Case, RunError, manifest_cases, spreadsheetbench_cases
-from regrade.verdicts import ARTIFACT, VERDICTS
+from regrade.runs.cases import Case, RunError, manifest_cases, spreadsheetbench_cases
+from regrade.grading.verdicts import ARTIFACT, VERDICTS
 
 LIBRARY_ERRORS = (RunError, ResultsError, PairingError, ValueError, OSError)
 

@@ -2,14 +2,14 @@
 
 - Each worker process opens its engines once (a LibreOffice per worker) and rescores
   cases; every engine still runs each workbook under its own time and memory limit
-  (:mod:`engines.isolation`), so a crash or a hang makes that case ``unevaluable``
+  (:mod:`regrade.engines.isolation`), so a crash or a hang makes that case ``unevaluable``
   and the run goes on.
 - A case's grading is cached under the content hash of what decides it: the output's
   and the golden's bytes, the answer position and sheet, the policy, the shallow and
   full engines with their versions, and regrade's version. A second run, or a run
   restarted after being killed, takes every finished case from the cache.
 - Records are appended to a hidden ``.partial`` file as cases finish; the results
-  file itself is written once, complete and in case order (see :mod:`regrade.results`).
+  file itself is written once, complete and in case order (see :mod:`regrade.runs.results`).
 """
 
 from __future__ import annotations
@@ -26,13 +26,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
-from engines.registry import open_engine
-from regrade.compare import get_policy
+from regrade.engines.registry import open_engine
+from regrade.grading.policies import get_policy
 from regrade.provenance import git_revision, regrade_version, sha256_file
-from regrade.rescore import CaseResult, rescore_case
-from regrade.results import case_fields, grading_fields
-from regrade.runs import Case
-from regrade.verdicts import UNEVALUABLE
+from regrade.grading.rescore import CaseResult, rescore_case
+from regrade.runs.results import case_fields, grading_fields
+from regrade.runs.cases import Case
+from regrade.grading.verdicts import UNEVALUABLE
 
 CACHE_FORMAT = 1
 SHALLOW_ENGINES = ("cached", "gnumeric", "libreoffice")  # how a value-only grader may have read the values

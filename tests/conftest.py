@@ -28,7 +28,7 @@ def require_engines(*names: str) -> None:
     """Skip when an engine is missing here, but fail under CI, which installs them all."""
     import os
 
-    from engines.registry import get_engine
+    from regrade.engines.registry import get_engine
 
     missing = {name: get_engine(name).unavailable_reason() for name in names}
     missing = {name: why for name, why in missing.items() if why}

@@ -6,8 +6,8 @@ sum 14; mean 2.8; squared deviations 12.8.
 
 import pytest
 
-from engines.base import ExcelError
-from engines.functions.aggregate import Item, aggregate
+from regrade.values import ExcelError
+from regrade.engines.functions.aggregate import Item, aggregate
 
 DATA = [Item(3), Item(1), Item(ExcelError("#DIV/0!")), Item(4), Item(1), Item(5)]
 

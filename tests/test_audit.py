@@ -15,11 +15,11 @@ import openpyxl
 import pytest
 from click.testing import CliRunner
 
-from regrade.audit_benchmark import audit_benchmark
-from regrade.audit_grader import audit_grader, audit_table
+from regrade.audit.benchmark import audit_benchmark
+from regrade.audit.grader import audit_grader, audit_table
 from regrade.cli import main
-from regrade.controls import PACK, PackError, load_pack
-from regrade.graders import make_grader
+from regrade.audit.controls import PACK, PackError, load_pack
+from regrade.grading.graders import make_grader
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "spreadsheetbench"

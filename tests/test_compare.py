@@ -4,8 +4,8 @@ import datetime as dt
 
 import pytest
 
-from engines.base import CannotEvaluate, CellRef, ExcelError
-from regrade.compare import KnownExtent, SpreadsheetBenchPolicy, get_policy, spreadsheetbench_equal
+from regrade.values import CannotEvaluate, CellRef, ExcelError
+from regrade.grading.policies import KnownExtent, SpreadsheetBenchPolicy, get_policy, spreadsheetbench_equal
 
 
 @pytest.mark.parametrize(
@@ -49,7 +49,7 @@ def test_unknown_policy_is_a_clear_error():
 
 
 def test_the_golden_reads_graded_cells_and_measures_its_sheet_only_for_a_whole_column(workbook):
-    from regrade.grading import load_golden
+    from regrade.grading.grade import load_golden
 
     path = workbook({"A1": 1, "A2": "x", "A3": 3.5, "C5": 7})  # Sheet1 ends at row 5
     golden = load_golden(path)

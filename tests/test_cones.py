@@ -5,7 +5,7 @@ from openpyxl.workbook.defined_name import DefinedName
 from openpyxl.worksheet.formula import ArrayFormula
 from openpyxl.worksheet.table import Table
 
-from engines.cones import FormulaGraph, load_graph
+from regrade.workbook.cones import FormulaGraph, load_graph
 
 
 def graph_of(book: openpyxl.Workbook) -> FormulaGraph:
@@ -130,7 +130,7 @@ def test_dependency_levels_are_unknown_for_a_cycle_or_an_open_cone():
 
 
 def test_subtotal_subtleties_are_found_through_the_cone():
-    from engines.subtotals import counts_nested_subtotals, skips_hidden_rows
+    from regrade.engines.totals import counts_nested_subtotals, skips_hidden_rows
 
     book = openpyxl.Workbook()
     sheet = book.active

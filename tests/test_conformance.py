@@ -6,9 +6,9 @@ import zipfile
 
 import pytest
 
-from engines.registry import open_engine
-from regrade.compare import get_policy
-from regrade.conformance import conformance
+from regrade.engines.registry import open_engine
+from regrade.grading.policies import get_policy
+from regrade.audit.conformance import conformance
 from tests.conftest import DEMO, require_engines
 
 ALL_FULL = ("ironcalc", "libreoffice", "gnumeric")
@@ -96,7 +96,7 @@ def test_cells_whose_excel_caches_contradict_each_other_are_left_out_and_counted
 
 
 def test_percentile_is_nearest_rank():
-    from regrade.conformance import percentile
+    from regrade.audit.conformance import percentile
 
     # ten values 1..10: the median is the 5th (5), the 90th percentile the 9th (9)
     assert percentile([float(v) for v in range(10, 0, -1)], 0.5) == 5.0

@@ -3,10 +3,10 @@ from Excel's documented rules (the probe array-sumproduct-countif checks the bri
 
 import pytest
 
-from engines.base import ExcelError
-from engines.functions.criteria import countif
-from engines.functions.lookup import NotImplementedMode
-from engines.functions.values import as_number
+from regrade.values import ExcelError
+from regrade.engines.functions.criteria import countif
+from regrade.engines.functions.lookup import NotImplementedMode
+from regrade.engines.functions.values import as_number
 
 CELLS = [1.0, 2.0, "2", "apple", "Apricot", "banana", None, "", True, ExcelError("#N/A"), 10.0]
 
@@ -57,7 +57,7 @@ def test_only_text_excel_reads_as_a_number_is_numeric():
 
 
 def test_conditional_aggregates_over_the_rows_every_criterion_matches():
-    from engines.functions.criteria import conditional
+    from regrade.engines.functions.criteria import conditional
 
     keys = ["x", 5.0, "y", True, None]
     amounts = [1.0, 2.0, "n/a", 8.0, 16.0]

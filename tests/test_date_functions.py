@@ -7,9 +7,9 @@ import datetime as dt
 import pytest
 from openpyxl.utils.datetime import from_excel
 
-from engines.base import ExcelError
-from engines.functions.dates import day, edate, eomonth, month, year
-from engines.functions.lookup import NotImplementedMode
+from regrade.values import ExcelError
+from regrade.engines.functions.dates import day, edate, eomonth, month, year
+from regrade.engines.functions.lookup import NotImplementedMode
 
 NUM = ExcelError("#NUM!")
 

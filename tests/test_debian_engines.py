@@ -3,12 +3,12 @@
 
 import pytest
 
-from engines.base import CannotEvaluate, CellRef, ExcelError
-from engines.gnumeric import GnumericEngine
-from engines.libreoffice import LibreOfficeEngine
-from regrade.compare import get_policy
-from regrade.consensus import consensus
-from engines.registry import open_engine
+from regrade.values import CannotEvaluate, CellRef, ExcelError
+from regrade.engines.gnumeric import GnumericEngine
+from regrade.engines.libreoffice import LibreOfficeEngine
+from regrade.grading.policies import get_policy
+from regrade.grading.consensus import consensus
+from regrade.engines.registry import open_engine
 from tests.conftest import DEMO, require_engines
 
 STALE = DEMO / "outputs" / "community" / "1_59511_output.xlsx"  # =ROUND(E/1000,0) over ROUNDUP's cache
@@ -90,9 +90,9 @@ def test_python_engines_recompute_instead_of_echoing_the_cache(name):
 
 def test_a_gnumeric_shallow_grade_fails_aggregate_as_unsupported_in_recalc(workbook):
     require_engines("gnumeric")
-    from engines.ironcalc_ import IronCalcEngine
-    from regrade.rescore import rescore_case
-    from regrade.runs import Case
+    from regrade.engines.ironcalc import IronCalcEngine
+    from regrade.grading.rescore import rescore_case
+    from regrade.runs.cases import Case
 
     # AGGREGATE(9,6,...) sums A1:A3 ignoring the error: 1 + 4 = 5
     output = workbook({"A1": 1, "A2": "=1/0", "A3": 4, "B1": "=_xlfn.AGGREGATE(9,6,A1:A3)"}, name="output.xlsx")
@@ -196,7 +196,7 @@ def test_a_pool_run_leaves_no_libreoffice_profile_behind(tmp_path, monkeypatch):
     require_engines("libreoffice")
     import tempfile
     from regrade.runner import RescoreSettings, rescore_run
-    from regrade.runs import spreadsheetbench_cases
+    from regrade.runs.cases import spreadsheetbench_cases
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # forked workers inherit it
     cases = spreadsheetbench_cases(DEMO / "dataset", {"community": DEMO / "outputs" / "community"})[:4]
     settings = RescoreSettings(policy="spreadsheetbench", shallow="cached", engines=("libreoffice",), timeout_s=60)
@@ -419,7 +419,7 @@ def test_libreoffice_leaves_nothing_outside_its_profile_and_removes_that(tmp_pat
     require_engines("libreoffice")
     import os
     import tempfile
-    from engines.libreoffice_files import pipe_files
+    from regrade.engines.libreoffice_files import pipe_files
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "temporary"))
     (tmp_path / "temporary").mkdir()
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "the user's cache"))

@@ -7,11 +7,11 @@ import time
 
 import pytest
 
-from engines.base import CannotEvaluate, CellRef, ExcelError
-from engines.cached import CachedEngine
-from engines.ironcalc_ import IronCalcEngine
-from engines.readings import unknown_functions
-from engines.isolation import IsolatedEngine
+from regrade.values import CannotEvaluate, CellRef, ExcelError
+from regrade.engines.cached import CachedEngine
+from regrade.engines.ironcalc import IronCalcEngine
+from regrade.engines.readings import unknown_functions
+from regrade.engines.isolation import IsolatedEngine
 from tests.conftest import DEMO
 
 
@@ -205,7 +205,7 @@ def test_a_cell_that_reads_another_workbook_is_an_abstention(workbook, tmp_path)
 
 
 def test_cells_the_bridge_had_to_leave_to_ironcalc_are_abstentions(workbook, monkeypatch):
-    import engines.ironcalc_ as ironcalc_module
+    import regrade.engines.ironcalc as ironcalc_module
     from openpyxl.worksheet.formula import ArrayFormula
 
     # A1:A3 = a, b, a. In Excel the array formula B1 is SUM(COUNTIF(A1:A3, A1:A3)) = 2 + 1 + 2 = 5,

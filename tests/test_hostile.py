@@ -23,10 +23,10 @@ from pathlib import Path
 
 import pytest
 
-from engines.base import CellRef
-from engines.isolation import IsolatedEngine
-from engines.registry import ENGINES, get_engine
-from engines.screening import Limits, screen
+from regrade.values import CellRef
+from regrade.engines.isolation import IsolatedEngine
+from regrade.engines.registry import ENGINES, get_engine
+from regrade.workbook.screening import Limits, screen
 from regrade.provenance import sha256_file
 from tests.conftest import require_engines
 from tests.hostile_corpus import HEAVY, answer_book, build, formula_cell, kinds, package, worksheet, cell_rows
@@ -198,7 +198,7 @@ def test_no_engine_reaches_the_network(tmp_path):
 
 def test_libreoffice_runs_without_a_network_where_the_system_allows(tmp_path):
     require_engines("libreoffice")
-    from engines.libreoffice import network_sandbox
+    from regrade.engines.libreoffice import network_sandbox
 
     if not network_sandbox():
         pytest.skip("unshare cannot make a network namespace here")
@@ -265,7 +265,7 @@ def test_a_run_killed_at_a_random_point_resumes_to_identical_results(tmp_path):
 
 def test_libreoffice_runs_under_its_memory_limit(tmp_path):
     require_engines("libreoffice")
-    from engines.libreoffice import LibreOfficeEngine
+    from regrade.engines.libreoffice import LibreOfficeEngine
 
     book = tmp_path / "book.xlsx"
     book.write_bytes(answer_book())

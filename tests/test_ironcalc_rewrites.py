@@ -1,9 +1,9 @@
 """The formula rewrites around IronCalc's defects (engines/ironcalc_rewrites.py): the text they
 produce, and the values IronCalc computes through them against values worked out by hand."""
 
-from engines.base import CellRef
-from engines.ironcalc_ import IronCalcEngine
-from engines.ironcalc_rewrites import rewrite_criteria_calls as rewrite
+from regrade.values import CellRef
+from regrade.engines.ironcalc import IronCalcEngine
+from regrade.engines.ironcalc_rewrites import rewrite_criteria_calls as rewrite
 
 
 def test_single_cell_criteria_ranges_are_widened_only_in_range_positions():
@@ -50,7 +50,7 @@ def test_cut_ranges_give_the_values_of_the_whole_ranges(workbook):
 
 
 def test_formulas_counts_through_cut_ranges_what_it_missed_in_whole_ones(workbook):
-    from engines.formulas_ import FormulasEngine
+    from regrade.engines.formulas import FormulasEngine
 
     # A2:A4 = x, 5, y and B2 = 10, as above; formulas 1.3.4 counts nothing in ranges to row 1,048,576
     path = workbook({"A2": "x", "A3": 5, "A4": "y", "B2": 10,

@@ -2,8 +2,8 @@
 
 import pytest
 
-from engines.base import ExcelError
-from engines.functions.lookup import NotImplementedMode, xlookup, xmatch
+from regrade.values import ExcelError
+from regrade.engines.functions.lookup import NotImplementedMode, xlookup, xmatch
 
 COLUMN = [["apple"], ["Banana"], [3.0], ["cherry"], [3.0], [ExcelError("#DIV/0!")], [7.0]]
 PRICES = [[1.0], [2.0], [30.0], [4.0], [50.0], [6.0], [70.0]]
@@ -52,7 +52,7 @@ def test_errors_and_what_is_not_computed():
 
 
 def test_lookup_answers_where_bisection_cannot_depend_on_the_layout():
-    from engines.functions.lookup import lookup
+    from regrade.engines.functions.lookup import lookup
 
     div0 = ExcelError("#DIV/0!")
     # the idiom LOOKUP(2, 1/(A=x), C): 1 where A matches, #DIV/0! elsewhere: the last match wins

@@ -2,8 +2,8 @@
 
 import pytest
 
-from engines.base import CellRef
-from regrade.official import OfficialGraderError, official_targets
+from regrade.values import CellRef
+from regrade.grading.official import OfficialGraderError, official_targets
 
 
 def test_no_sheet_means_the_golden_first_sheet():

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from engines.cached import CachedEngine
-from regrade.compare import OfficialPolicy, TargetError
-from regrade.grading import GoldenError, grade, load_golden
-from regrade.runs import golden_files, input_file, load_dataset
+from regrade.engines.cached import CachedEngine
+from regrade.grading.policies import OfficialPolicy, TargetError
+from regrade.grading.grade import GoldenError, grade, load_golden
+from regrade.runs.cases import golden_files, input_file, load_dataset
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "spreadsheetbench"
 pytestmark = pytest.mark.skipif(

@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from regrade.paired import PairingError, case_grade, paired_table
-from regrade.stats import mcnemar_exact, newcombe_interval, wald_interval
+from regrade.paired.tables import PairingError, case_grade, paired_table
+from regrade.paired.stats import mcnemar_exact, newcombe_interval, wald_interval
 
 
 def rec(condition, task, shallow, full, case=1, original=None, stack="s"):
@@ -116,7 +116,7 @@ def test_the_pandas_api_and_an_outcomes_file_from_another_grader(tmp_path):
     import pandas as pd
 
     import regrade
-    from regrade.results import ResultsError, read_outcomes
+    from regrade.runs.results import ResultsError, read_outcomes
 
     outcomes = tmp_path / "outcomes.csv"
     outcomes.write_text("stack,benchmark,condition,task_id,passed\n"

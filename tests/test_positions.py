@@ -2,7 +2,7 @@
 
 import pytest
 
-from regrade.positions import CellBox, PositionError, cells_of, parse_answer_position
+from regrade.runs.positions import CellBox, PositionError, cells_of, parse_answer_position
 
 
 def boxes(text):

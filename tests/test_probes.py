@@ -9,8 +9,8 @@ import os
 
 import pytest
 
-from engines.registry import open_engine
-from regrade.probes import load_expected, load_matrix, run_pack, version_mismatches
+from regrade.engines.registry import open_engine
+from regrade.audit.probes import load_expected, load_matrix, run_pack, version_mismatches
 from tests.conftest import require_engines
 
 ENGINES = ("ironcalc", "libreoffice", "gnumeric", "formulas", "pycel")
@@ -72,7 +72,7 @@ class _Named:
 
 
 def test_a_matrix_holds_for_the_release_line_it_was_recorded_with(tmp_path, monkeypatch):
-    import regrade.probes as probes
+    import regrade.audit.probes as probes
 
     monkeypatch.setattr(probes, "MATRIX", tmp_path / "matrix.json")
     monkeypatch.setattr(probes, "VERSIONS", tmp_path / "engine_versions.json")

@@ -3,15 +3,15 @@
 import functools
 import json
 
-from engines.cached import CachedEngine
-from engines.ironcalc_ import IronCalcEngine
-from engines.isolation import IsolatedEngine
-from regrade.compare import get_policy
+from regrade.engines.cached import CachedEngine
+from regrade.engines.ironcalc import IronCalcEngine
+from regrade.engines.isolation import IsolatedEngine
+from regrade.grading.policies import get_policy
 from regrade.demo import conditions
-from regrade.rescore import rescore_case
-from engines.base import CellRef
-from regrade.runs import Case, spreadsheetbench_cases
-from engines.registry import open_engine
+from regrade.grading.rescore import rescore_case
+from regrade.values import CellRef
+from regrade.runs.cases import Case, spreadsheetbench_cases
+from regrade.engines.registry import open_engine
 from tests.conftest import DEMO, require_engines
 
 ALL_FULL = ("ironcalc", "libreoffice", "gnumeric")

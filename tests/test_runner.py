@@ -4,7 +4,7 @@ import json
 
 from regrade import demo
 from regrade.runner import RescoreSettings, ResultCache, rescore_run
-from regrade.runs import spreadsheetbench_cases
+from regrade.runs.cases import spreadsheetbench_cases
 from tests.conftest import DEMO
 
 SETTINGS = RescoreSettings("spreadsheetbench", "cached", ("ironcalc",), 60.0)
@@ -58,7 +58,7 @@ def test_an_interrupted_run_resumes_from_what_it_finished(tmp_path):
 
 def test_the_key_changes_with_the_output_bytes(tmp_path, workbook):
     from regrade.runner import cache_key
-    from regrade.runs import Case
+    from regrade.runs.cases import Case
 
     golden = workbook({"A1": 1}, name="golden.xlsx")
     output = workbook({"A1": 1}, name="output.xlsx")
@@ -70,7 +70,7 @@ def test_the_key_changes_with_the_output_bytes(tmp_path, workbook):
 
 
 def test_diff_summarises_the_demo_as_the_study_does():
-    from regrade.diff import differing_cells, summary
+    from regrade.paired.diff import differing_cells, summary
 
     records = rescore_run(demo_cases(), SETTINGS)
     overall = summary(records)[-1]

@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from regrade.runs import RunError, find_output, manifest_cases, spreadsheetbench_cases
+from regrade.runs.cases import RunError, find_output, manifest_cases, spreadsheetbench_cases
 
 
 @pytest.fixture

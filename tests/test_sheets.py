@@ -8,7 +8,7 @@ from pathlib import Path
 
 import openpyxl
 
-from engines.sheets import formula_cells
+from regrade.workbook.sheets import formula_cells
 
 DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo-run" / "dataset" / "spreadsheet"
 

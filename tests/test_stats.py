@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from regrade.stats import adjust, mcnemar_exact, newcombe_interval, wald_interval
+from regrade.paired.stats import adjust, mcnemar_exact, newcombe_interval, wald_interval
 
 statsmodels = pytest.importorskip("statsmodels.stats.contingency_tables")
 scipy_stats = pytest.importorskip("scipy.stats")

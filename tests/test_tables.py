@@ -2,9 +2,9 @@
 
 import pytest
 
-from engines.base import CellRef
-from engines.ironcalc_ import IronCalcEngine
-from engines.tables import TablePart, resolve_structured
+from regrade.values import CellRef
+from regrade.engines.ironcalc import IronCalcEngine
+from regrade.workbook.structured import TablePart, resolve_structured
 
 
 # Sales is A1:D4 on Sheet1 (header row 1; Item, Qty, Price, Total); Stock is A1:B5 on 'S 2'

@@ -3,9 +3,9 @@ from Excel's documented number-format sections, and from SpreadsheetBench caches
 
 import pytest
 
-from engines.base import ExcelError
-from engines.functions.lookup import NotImplementedMode
-from engines.functions.text import show_text, text_input, text_section
+from regrade.values import ExcelError
+from regrade.engines.functions.lookup import NotImplementedMode
+from regrade.engines.functions.text import show_text, text_input, text_section
 
 
 @pytest.mark.parametrize("value, format_text, expected", [

@@ -2,9 +2,9 @@
 
 import pytest
 
-from engines.base import CellRef
-from engines.ironcalc_ import IronCalcEngine
-from engines.unrepeatable import text_date
+from regrade.values import CellRef
+from regrade.engines.ironcalc import IronCalcEngine
+from regrade.engines.unrepeatable import text_date
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -49,7 +49,7 @@ def test_a_date_text_only_compared_or_matched_is_computed(workbook):
     ("5/31/2021 4:05 PM", True), ("Go Live 1/3/18", False), ("PAID ON 16.02.24--96072", False),
 ])
 def test_texts_that_are_a_date_whole(text, expected):
-    from engines.unrepeatable import whole_text_date
+    from regrade.engines.unrepeatable import whole_text_date
 
     assert whole_text_date(text) is expected
 
@@ -95,7 +95,7 @@ def test_a_date_text_written_inline_is_found(tmp_path):
     ("=MATCH(A1&B1,C:C,0)", False),  # the operator is in the lookup value
 ])
 def test_lookup_arrays_computed_from_ranges(formula, expected):
-    from engines.unrepeatable import intersects_implicitly
+    from regrade.engines.unrepeatable import intersects_implicitly
 
     assert intersects_implicitly(formula) is expected
 

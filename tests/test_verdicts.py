@@ -4,13 +4,13 @@ import datetime as dt
 
 from openpyxl.worksheet.formula import ArrayFormula
 
-from engines.base import CannotEvaluate, ExcelError
-from engines.cached import CachedEngine
-from engines.ironcalc_ import IronCalcEngine
-from regrade.compare import get_policy
-from regrade.rescore import rescore_case
-from regrade.runs import Case
-from regrade.verdicts import VERDICTS, cell_reason, classify
+from regrade.values import CannotEvaluate, ExcelError
+from regrade.engines.cached import CachedEngine
+from regrade.engines.ironcalc import IronCalcEngine
+from regrade.grading.policies import get_policy
+from regrade.grading.rescore import rescore_case
+from regrade.runs.cases import Case
+from regrade.grading.verdicts import VERDICTS, cell_reason, classify
 
 
 def test_the_full_vocabulary():

@@ -1,0 +1,261 @@
+"""``regrade audit benchmark``: deterministic checks of a benchmark's data before anyone
+publishes a number on it.
+
+For a SpreadsheetBench-layout folder (``dataset.json``, ``spreadsheet/<id>/<n>_<id>_answer.xlsx``
+and ``_input.xlsx``; the Verified naming ``_golden``/``_init`` too) every task and test case
+is checked, and each problem is a :class:`Finding` with a stable id:
+
+=============================  ========  ==================================================
+id                             severity  what it means
+=============================  ========  ==================================================
+golden-missing                 error     a test case's answer file is not there
+golden-unreadable              error     the answer file is not a workbook (corrupt, hostile)
+input-missing                  error     a test case's input file is not there
+golden-fails-itself            error     the answer graded against itself fails the grader
+task-passes-unmodified         error     every input of the task passes as it is: a
+                                         do-nothing agent scores the task
+input-passes                   warning   one input passes as it is
+position-malformed             error     ``answer_position`` cannot be read at all
+position-repaired              warning   it can, after repairs (each named)
+position-ignores-answer-sheet  warning   ``answer_sheet`` names a sheet the position does
+                                         not use (graders read another sheet)
+golden-uncached-formula        error     answer cells hold formulas with no cached value:
+                                         value-only graders read them as empty
+golden-volatile                warning   answer cells depend on TODAY, NOW, RAND...: the
+                                         saved value is of the day the golden was saved
+golden-mostly-empty            warning   under 25% of the answer range is filled
+recalc-unsupported             warning   with ``--recalc``: answer cells whose recalculated
+                                         value is not Excel's cached one (``#NAME?`` for a
+                                         function it lacks, or another value), named with
+                                         the functions their formulas call
+unusual-case-count             info      a task with a number of test cases unlike the rest
+=============================  ========  ==================================================
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from regrade.values import CannotEvaluate
+from regrade.engines.registry import open_engine
+from regrade.workbook.screening import screen
+from regrade.grading.policies import SpreadsheetBenchPolicy, TargetError
+from regrade.grading.grade import GoldenError, load_golden
+from regrade.grading.graders import make_grader
+from regrade.runs.positions import PositionError, parse_answer_position
+from regrade.provenance import regrade_version
+from regrade.runs.cases import golden_files, input_file, load_dataset
+
+SEVERITIES = ("info", "warning", "error")
+MOSTLY_EMPTY = 0.25
+RECALC_ENGINES = ("gnumeric", "libreoffice")
+
+
+@dataclass(frozen=True)
+class Finding:
+    id: str
+    severity: str
+    task_id: str
+    case: int | None
+    message: str
+
+
+@dataclass
+class TaskAudit:
+    task_id: str
+    cases: int
+    golden_fails: list[int] = field(default_factory=list)
+    input_passes: list[int] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+
+@dataclass
+class BenchmarkAudit:
+    benchmark: str
+    grader: str
+    grader_settings: dict
+    recalc: str | None
+    regrade_version: str
+    tasks: list[TaskAudit]
+
+    def findings(self) -> list[Finding]:
+        return [f for t in self.tasks for f in t.findings]
+
+    def summary(self) -> dict[str, Any]:
+        by_id = Counter(f.id for f in self.findings())
+        return {
+            "tasks": len(self.tasks),
+            "cases": sum(t.cases for t in self.tasks),
+            "golden_fails_itself": sum(len(t.golden_fails) for t in self.tasks),
+            "inputs_passing": sum(len(t.input_passes) for t in self.tasks),
+            "tasks_passing_unmodified": by_id["task-passes-unmodified"],
+            "findings": dict(sorted(by_id.items())),
+        }
+
+    def as_json(self) -> dict[str, Any]:
+        return {"benchmark": self.benchmark, "grader": self.grader, "grader_settings": self.grader_settings,
+                "recalc": self.recalc, "regrade_version": self.regrade_version, "summary": self.summary(),
+                "findings": [asdict(f) for f in self.findings()]}
+
+    def flatten(self) -> list[dict[str, Any]]:
+        """One row per finding, for csv."""
+        return [{"grader": self.grader, **asdict(f)} for f in self.findings()]
+
+    def worst(self) -> str | None:
+        levels = [SEVERITIES.index(f.severity) for f in self.findings()]
+        return SEVERITIES[max(levels)] if levels else None
+
+
+def audit_benchmark(folder: Path, grader: str = "spreadsheetbench-official", recalc: str | None = None,
+                    workers: int | None = None, limit: int | None = None) -> BenchmarkAudit:
+    """Audit every task of ``folder`` (the first ``limit`` in dataset.json order)."""
+    if recalc is not None and recalc not in RECALC_ENGINES:
+        raise ValueError(f"--recalc takes {' or '.join(RECALC_ENGINES)}, not {recalc!r}")
+    identity = make_grader(grader)  # fails early on an unknown name
+    records = load_dataset(folder)[:limit]
+    jobs = [(folder, record, grader, recalc) for record in records]
+    workers = workers or os.cpu_count() or 1
+    if workers > 1 and len(jobs) > 1:  # not multiprocessing.Pool: its daemon workers may not start engine workers
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            tasks = list(pool.map(_audit_task_job, jobs, chunksize=4))
+    else:
+        tasks = [_audit_task_job(job) for job in jobs]
+    counts = Counter(t.cases for t in tasks if t.cases)
+    usual = counts.most_common(1)[0][0] if counts else 0
+    for task in tasks:
+        if task.cases and task.cases != usual:
+            task.findings.append(Finding("unusual-case-count", "info", task.task_id, None,
+                                         f"{task.cases} test cases; most tasks have {usual}"))
+    return BenchmarkAudit(folder.name, identity.name, identity.settings(), recalc, regrade_version(), tasks)
+
+
+_GRADERS: dict[str, Any] = {}
+_RECALCS: dict[str, Any] = {}
+
+
+def _audit_task_job(job: tuple[Path, dict, str, str | None]) -> TaskAudit:
+    folder, record, grader_name, recalc = job
+    grader = _GRADERS.setdefault(grader_name, make_grader(grader_name))  # one per worker process
+    engine = _RECALCS.setdefault(recalc, open_engine(recalc, as_grader=True)) if recalc else None
+    return audit_task(folder, record, grader, engine)
+
+
+def audit_task(folder: Path, record: dict, grader: Any, recalc_engine: Any = None) -> TaskAudit:
+    task_id = str(record["id"])
+    position, answer_sheet = record.get("answer_position", "") or "", record.get("answer_sheet")
+    goldens = golden_files(folder, task_id)
+    task = TaskAudit(task_id, len(goldens))
+    add = task.findings.append
+    if not goldens:
+        add(Finding("golden-missing", "error", task_id, None, f"no answer files in spreadsheet/{task_id}/"))
+        return task
+    add_position_findings(task, position, answer_sheet, goldens[min(goldens)])
+    for number, golden_path in goldens.items():
+        refused = screen(golden_path).failure
+        if refused is not None:
+            add(Finding("golden-unreadable", "error", task_id, number, f"{golden_path.name}: {refused.detail}"))
+            continue
+        if not grader.passes(golden_path, golden_path, position, answer_sheet):
+            task.golden_fails.append(number)
+            add(Finding("golden-fails-itself", "error", task_id, number,
+                        f"{golden_path.name} graded against itself fails {grader.name}"))
+        input_path = input_file(golden_path, task_id, number)
+        if input_path is None:
+            add(Finding("input-missing", "error", task_id, number, f"no input file beside {golden_path.name}"))
+        elif grader.passes(input_path, golden_path, position, answer_sheet):
+            task.input_passes.append(number)
+            add(Finding("input-passes", "warning", task_id, number,
+                        f"the unmodified {input_path.name} passes {grader.name}"))
+        add_golden_findings(task, number, golden_path, position, answer_sheet, recalc_engine)
+    if task.input_passes and len(task.input_passes) == len(goldens):
+        add(Finding("task-passes-unmodified", "error", task_id, None,
+                    f"all {len(goldens)} unmodified inputs pass {grader.name}: a do-nothing agent scores this task"))
+    return task
+
+
+def add_position_findings(task: TaskAudit, position: str, answer_sheet: str | None, first_golden: Path) -> None:
+    try:
+        parsed = parse_answer_position(position)
+    except PositionError as exc:
+        task.findings.append(Finding("position-malformed", "error", task.task_id, None, str(exc)))
+        return
+    if parsed.repairs:
+        task.findings.append(Finding("position-repaired", "warning", task.task_id, None,
+                                     f"{position!r} read after repairs: {'; '.join(parsed.repairs)}"))
+    wanted = {name.strip().strip("'").casefold() for name in (answer_sheet or "").split(",") if name.strip()}
+    if not wanted:
+        return
+    named = {b.sheet.strip().casefold() for b in parsed.boxes if b.sheet}
+    if named and not named & wanted:
+        task.findings.append(Finding("position-ignores-answer-sheet", "warning", task.task_id, None,
+                                     f"answer_sheet is {answer_sheet!r} but {position!r} names "
+                                     f"{', '.join(sorted(repr(b.sheet) for b in parsed.boxes if b.sheet))}"))
+    elif not named:
+        try:
+            first = load_golden(first_golden).sheet_names[0]
+        except (GoldenError, IndexError):
+            return
+        if first.strip().casefold() not in wanted:
+            task.findings.append(Finding("position-ignores-answer-sheet", "warning", task.task_id, None,
+                                         f"{position!r} names no sheet, so graders read the golden's first sheet "
+                                         f"{first!r}; answer_sheet says {answer_sheet!r}"))
+
+
+def add_golden_findings(task: TaskAudit, number: int, path: Path, position: str, answer_sheet: str | None,
+                        recalc_engine: Any) -> None:
+    add = task.findings.append
+    try:
+        golden = load_golden(path)
+        targets = golden.targets(SpreadsheetBenchPolicy(), position, answer_sheet)
+    except (GoldenError, TargetError):
+        return  # the position or the file is reported above
+    present = [t for t in targets if t.sheet in golden.sheet_names]
+    formulas = [t for t in present if golden.is_formula(t)]
+    uncached = [t for t in formulas if golden.value(t) is None]
+    if uncached:
+        add(Finding("golden-uncached-formula", "error", task.task_id, number,
+                    f"{len(uncached)} of {len(formulas)} answer formulas have no cached value, e.g. {uncached[0]}"))
+    volatile, _ = golden.unrepeatable(formulas)
+    if volatile:
+        calls = ", ".join(sorted(set().union(*(golden.volatile_calls(v) for v in volatile))))
+        add(Finding("golden-volatile", "warning", task.task_id, number,
+                    f"{len(volatile)} answer cells depend on {calls}, e.g. {volatile[0]}"))
+    filled = sum(1 for t in present if golden.value(t) not in (None, ""))
+    if targets and filled / len(targets) < MOSTLY_EMPTY:
+        add(Finding("golden-mostly-empty", "warning", task.task_id, number,
+                    f"{filled} of the {len(targets)} answer cells are filled ({filled / len(targets):.0%})"))
+    if recalc_engine is not None and formulas:
+        add_recalc_findings(task, number, path, golden, formulas, recalc_engine)
+
+
+def add_recalc_findings(task: TaskAudit, number: int, path: Path, golden: Any, formulas: list, engine: Any) -> None:
+    """Answer cells whose recalculated value is not the value Excel cached (an error such as
+    ``#NAME?`` for a function the recalculation lacks, or a different number), so that a
+    grader recalculating first fails the golden itself; named with the functions they call."""
+    computed = engine.evaluate(path, formulas)
+    if computed.failure is not None:
+        task.findings.append(Finding("recalc-unsupported", "warning", task.task_id, number,
+                                     f"{engine.name} cannot recalculate {path.name}: {computed.failure.detail}"))
+        return
+    policy = SpreadsheetBenchPolicy()
+    changed = []
+    for ref in formulas:
+        value = computed.cells.get(ref)
+        if golden.value(ref) is None or (isinstance(value, CannotEvaluate) and value.reason == "external-link"):
+            continue  # no cache to judge by; or a value from another workbook, which no recalculation has
+        if isinstance(value, CannotEvaluate) or not policy.equal(golden.value(ref), value):
+            changed.append(ref)
+    if changed:
+        functions = sorted(golden.functions_in_cone(changed))
+        example = computed.cells.get(changed[0])
+        shown = str(example) if isinstance(example, CannotEvaluate) else repr(example)
+        task.findings.append(Finding(
+            "recalc-unsupported", "warning", task.task_id, number,
+            f"{engine.name} gives {len(changed)} answer cells a value other than Excel's (e.g. {changed[0]}: "
+            f"{shown} for {golden.value(changed[0])!r}); their formulas call {', '.join(functions) or 'no function'}"))

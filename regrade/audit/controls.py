@@ -1,0 +1,88 @@
+"""The sealed control pack: outputs whose truth is known, for grader audits.
+
+``fixtures/controls`` holds, per control, an output workbook, the answer workbook it is
+graded against, and a record in ``controls.json`` (id, category, positive or negative,
+answer_position, why). ``manifest.json`` lists every file with its sha256 and the pack
+digest: the sha256 of the lines ``<sha256>  <file name>`` of every listed file, sorted by
+name. A pack whose files do not match its manifest is refused, so an audit report always
+names exactly the pack it was made with (``fixtures/make_controls.py`` rebuilds the pack
+byte for byte).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from regrade.provenance import sha256_file
+
+PACK = Path(__file__).resolve().parents[2] / "fixtures" / "controls"
+MANIFEST = "manifest.json"
+KINDS = ("positive", "negative")
+
+
+class PackError(ValueError):
+    """A control pack that is missing, altered, or not the one the user expected."""
+
+
+@dataclass(frozen=True)
+class Control:
+    id: str
+    category: str
+    kind: str
+    output: Path
+    answer: Path
+    answer_position: str
+    why: str
+
+
+@dataclass(frozen=True)
+class ControlPack:
+    folder: Path
+    digest: str
+    controls: list[Control]
+
+
+def pack_files(folder: Path) -> dict[str, str]:
+    """{file name: sha256} of every file of the pack but the manifest."""
+    return {p.name: sha256_file(p) for p in sorted(folder.iterdir()) if p.is_file() and p.name != MANIFEST}
+
+
+def digest_of(files: dict[str, str]) -> str:
+    lines = "".join(f"{sha}  {name}\n" for name, sha in sorted(files.items()))
+    return hashlib.sha256(lines.encode()).hexdigest()
+
+
+def write_manifest(folder: Path = PACK) -> str:
+    """Seal the pack as it is on disk; returns its digest."""
+    files = pack_files(folder)
+    digest = digest_of(files)
+    (folder / MANIFEST).write_text(json.dumps({"digest": digest, "files": files}, indent=1) + "\n")
+    return digest
+
+
+def load_pack(folder: Path = PACK, expect_digest: str | None = None) -> ControlPack:
+    """The pack, checked file by file against its manifest (and against ``expect_digest``)."""
+    manifest_path = folder / MANIFEST
+    if not manifest_path.is_file():
+        raise PackError(f"{folder} has no {MANIFEST}: not a sealed control pack")
+    manifest = json.loads(manifest_path.read_text())
+    listed, on_disk = manifest.get("files", {}), pack_files(folder)
+    changed = sorted(n for n in set(listed) | set(on_disk) if listed.get(n) != on_disk.get(n))
+    if changed:
+        raise PackError(f"the control pack in {folder} does not match its manifest: {', '.join(changed[:5])}"
+                        + (f" and {len(changed) - 5} more" if len(changed) > 5 else ""))
+    digest = digest_of(on_disk)
+    if digest != manifest.get("digest"):
+        raise PackError(f"the manifest of {folder} names digest {manifest.get('digest')}, its files make {digest}")
+    if expect_digest is not None and expect_digest != digest:
+        raise PackError(f"the control pack's digest is {digest}, not the expected {expect_digest}: "
+                        "this is a different pack, and its report would not compare with yours")
+    records = json.loads((folder / "controls.json").read_text())
+    controls = [Control(r["id"], r["category"], r["kind"], folder / r["output"], folder / r["answer"],
+                        r["answer_position"], r["why"]) for r in records]
+    if bad := [c.id for c in controls if c.kind not in KINDS]:
+        raise PackError(f"controls with a kind other than positive/negative: {', '.join(bad)}")
+    return ControlPack(folder, digest, controls)

@@ -1,0 +1,114 @@
+"""The value-only view: the values Excel (or the last writer) cached in the file.
+
+This is what value-only graders read (openpyxl ``data_only=True``). It computes
+nothing: a formula written by openpyxl has no cached value and reads as ``None``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Sequence
+
+import openpyxl
+
+from regrade.values import EXCEL_ERROR_CODES, CellRef, ExcelError, WorkbookFailure, WorkbookValues
+from regrade.workbook.screening import refusal
+from regrade.workbook.sheets import formula_cells, resolve_sheet
+
+
+class CachedEngine:
+    name = "cached"
+    full = False
+
+    def __init__(self, read_formulas: bool = True):
+        self.read_formulas = read_formulas  # formulas explain disagreements; grading alone needs none
+
+    def version(self) -> str:
+        return f"openpyxl {openpyxl.__version__}"
+
+    def unavailable_reason(self) -> str | None:
+        return None
+
+    def _formulas_wanted(self, path: Path, cells: Sequence[CellRef]) -> bool:
+        """Whether to read the formulas too: asked for, and some requested cell holds one (a
+        quick scan of the sheet XML says so; when it cannot tell, openpyxl reads them)."""
+        if not self.read_formulas:
+            return False
+        known = formula_cells(path)
+        if known is None:
+            return True
+        return any((ref.row, ref.column) in known.get(resolve_sheet(ref.sheet, list(known)) or "", ()) for ref in cells)
+
+    def evaluate(self, path: Path, cells: Sequence[CellRef]) -> WorkbookValues:
+        if (refused := refusal(path)) is not None:
+            return refused
+        try:
+            with warnings.catch_warnings():  # openpyxl warns about every extension it drops
+                warnings.simplefilter("ignore")
+                names, values = read_cells(path, cells, data_only=True)
+                formulas = read_cells(path, cells, data_only=False)[1] if self._formulas_wanted(path, cells) else {}
+        except MemoryError:
+            raise  # a limit, not a broken file: the isolating worker reports it
+        except Exception as exc:  # openpyxl raises many kinds on a broken file; all mean unreadable
+            return WorkbookValues(failure=WorkbookFailure("unreadable-output", f"openpyxl cannot read it: {exc}"))
+        result = WorkbookValues(sheet_names=names)
+        for ref in cells:
+            if ref not in values:
+                continue
+            value, result.number_formats[ref] = values[ref]
+            if isinstance(value, str) and value in EXCEL_ERROR_CODES:
+                value = ExcelError(value)
+            result.cells[ref] = value
+            formula = formulas.get(ref, (None, None))[0]
+            if isinstance(formula, str) and formula.startswith("="):
+                result.formulas[ref] = formula
+            elif formula is not None and type(formula).__name__ in ("ArrayFormula", "DataTableFormula"):
+                result.formulas[ref] = str(getattr(formula, "text", formula))
+        return result
+
+
+def read_cells(path: Path, cells: Sequence[CellRef], data_only: bool) -> tuple[list[str], dict[CellRef, tuple]]:
+    """The sheet names, and (value, number format) of each requested cell on a sheet the file has.
+
+    openpyxl's streaming (read-only) reader goes through each sheet's rows only as far as the
+    last requested row, and makes cells only inside the requested box: on a large sheet this is
+    several times faster than loading the whole workbook."""
+    book = openpyxl.load_workbook(path, data_only=data_only, read_only=True)
+    try:
+        names = list(book.sheetnames)
+        wanted: dict[str, list[CellRef]] = {}
+        for ref in cells:
+            sheet = resolve_sheet(ref.sheet, names)
+            if sheet is not None:
+                wanted.setdefault(sheet, []).append(ref)
+        found: dict[CellRef, tuple] = {}
+        for sheet, refs in wanted.items():
+            positions = {(ref.row, ref.column): ref for ref in refs}
+            rows, columns = [r for r, _ in positions], [c for _, c in positions]
+            seen: dict[tuple[int, int], tuple] = {}
+            for row in book[sheet].iter_rows(min_row=min(rows), max_row=max(rows), min_col=min(columns), max_col=max(columns)):
+                for cell in row:
+                    key = (cell.row, cell.column) if hasattr(cell, "row") and cell.row is not None else None
+                    if key in positions:
+                        seen[key] = (cell.value, cell.number_format)
+            for key, ref in positions.items():
+                found[ref] = seen.get(key, (None, "General"))
+        return names, found
+    finally:
+        book.close()
+
+
+def read_area(path: Path, sheet: str, min_row: int, min_col: int, max_row: int, max_col: int) -> list[list[object]]:
+    """The cached values of a block of one sheet, rows from ``min_row``, cut at the sheet's
+    used range; Excel error codes become :class:`ExcelError`."""
+    with warnings.catch_warnings():  # openpyxl warns about what it drops
+        warnings.simplefilter("ignore")
+        book = openpyxl.load_workbook(path, data_only=True, read_only=True)
+    try:
+        ws = book[sheet]
+        max_row, max_col = min(max_row, ws.max_row or max_row), min(max_col, ws.max_column or max_col)
+        rows = ws.iter_rows(min_row=min_row, max_row=max_row, min_col=min_col, max_col=max_col, values_only=True)
+        return [[ExcelError(v) if isinstance(v, str) and v in EXCEL_ERROR_CODES else v for v in row] for row in rows]
+    finally:
+        book.close()

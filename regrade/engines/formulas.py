@@ -1,0 +1,230 @@
+"""formulas (PyPI): a pure-Python compiler of Excel workbooks.
+
+Its own registry says which functions it implements, so a graded cell whose formula
+calls another one abstains (``unsupported-function``), and so does an erroring cell
+in a workbook that calls one anywhere; a graded ``=SUBTOTAL(n, ref, ...)`` or
+``=AGGREGATE(f, option, ref, ...)``, which it lacks, is computed by regrade from formulas'
+values of the references (:mod:`regrade.engines.totals`). Any structured reference makes its loader
+reject the whole workbook, so they are first resolved to ranges
+(:mod:`regrade.workbook.structured`) in a scratch copy; the original file is never written. In the
+same copy, criteria ranges to the sheet's end, where formulas counts nothing, are cut at
+the last used row (:mod:`regrade.engines.ironcalc_rewrites`). Only the requested cells'
+dependency cone is compiled and computed (formulas' ``from_ranges``), not the whole
+workbook (``bench/formulas_cone.py`` measures the difference). It stays out of the
+default consensus (``--engines ...,formulas`` adds it), and the worker's time limit
+turns a very slow workbook into an abstention.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any, Sequence
+
+import openpyxl
+from openpyxl.worksheet.formula import ArrayFormula
+from openpyxl.utils.cell import coordinate_to_tuple, get_column_letter
+
+from regrade.values import CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues
+from regrade.workbook.cones import Area, FormulaGraph
+from regrade.engines.ironcalc_rewrites import last_row_readers, rewrite_criteria_calls
+from regrade.workbook.screening import refusal
+from regrade.workbook.sheets import formula_text, load_formula_book, resolve_sheet
+from regrade.engines.totals import computed_total
+from regrade.workbook.structured import structured_rewrites
+from regrade.engines.tools import PythonPackageEngine
+from regrade.engines.unrepeatable import abstain_where_no_engine_can
+
+_CALL = re.compile(r"(?<![A-Za-z0-9_.])((?:_xl[a-z]+\.)*[A-Za-z][A-Za-z0-9_.]*)\(", re.IGNORECASE)
+_STRING = re.compile(r'"(?:[^"]|"")*"')
+_SCRATCH_NAME = "book.xlsx"  # the workbook's name inside the scratch folder, free of characters formulas reads
+_TOTALS = re.compile(r"(?<![A-Za-z0-9_.])(?:_xlfn\.)?(?:SUBTOTAL|AGGREGATE)\(", re.IGNORECASE)
+_KEY = re.compile(r"^'?\[[^\]]+\](?P<sheet>.+?)'?!(?P<cell>[A-Z]+[0-9]+)(?::(?P<end>[A-Z]+[0-9]+))?$")
+
+
+def unknown_to_formulas(formula: str, known: set[str]) -> list[str]:
+    code = _STRING.sub('""', formula)
+    names = {m.group(1).upper() for m in _CALL.finditer(code)}
+    missing = {n for n in names if n not in known and n.split(".")[-1] not in known}
+    return sorted(n.split(".")[-1] for n in missing)
+
+
+class FormulasEngine(PythonPackageEngine):
+    package = "formulas"
+    name = "formulas"
+    full = True
+    # less faithful than IronCalc and LibreOffice (the probe pack, README): opt-in with --engines
+    in_default_consensus = False
+
+    def __init__(self, whole_workbook: bool = False) -> None:
+        super().__init__()
+        self.whole_workbook = whole_workbook  # formulas' own way, every cell: the baseline of bench/formulas_cone.py
+
+    def evaluate(self, path: Path, cells: Sequence[CellRef]) -> WorkbookValues:
+        import formulas
+
+        if (refused := refusal(path)) is not None:
+            return refused
+        try:
+            book = load_formula_book(path)
+        except MemoryError:  # a limit, not a broken file: the isolating worker reports it
+            raise
+        except Exception as exc:
+            return WorkbookValues(failure=WorkbookFailure("load-failed", f"formulas cannot read it: {exc}"))
+        names = book.sheetnames
+        wanted = {ref: sheet for ref in cells if (sheet := resolve_sheet(ref.sheet, names)) is not None}
+        contents = {ref: book[sheet].cell(ref.row, ref.column).value for ref, sheet in wanted.items()}
+        formulas_in_file = {ref: formula_text(content) for ref, content in contents.items()}  # before any rewrite
+        with tempfile.TemporaryDirectory(prefix="regrade-formulas-") as scratch:
+            _prepare(path, book, Path(scratch))
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    solution = _solve(formulas.ExcelModel(), scratch, wanted, self.whole_workbook)
+            except MemoryError:  # a limit, not a broken file: the isolating worker reports it
+                raise
+            except Exception as exc:
+                return WorkbookValues(failure=WorkbookFailure("load-failed", f"formulas cannot compute it: {type(exc).__name__}: {exc}"))
+        computed = _by_cell(solution)
+        known = set(formulas.get_functions())
+        result = WorkbookValues(sheet_names=list(names))
+        workbook_unknown: list[str] | None = None
+        for ref, sheet in wanted.items():
+            formula = formulas_in_file[ref]
+            if formula is None:
+                result.cells[ref] = computed.get((sheet.upper(), ref.coordinate), contents[ref])
+                continue
+            result.formulas[ref] = formula
+            value = computed.get((sheet.upper(), ref.coordinate), CannotEvaluate("not-computed", "formulas gave no value"))
+            own_unknown = unknown_to_formulas(formula, known)
+            if own_unknown:
+                value = CannotEvaluate("unsupported-function", f"formulas lacks {', '.join(own_unknown)}")
+            elif isinstance(value, ExcelError):
+                if workbook_unknown is None:
+                    workbook_unknown = sorted({n for ws in book.worksheets for row in ws.iter_rows() for c in row
+                                               if (text := formula_text(c.value))
+                                               for n in unknown_to_formulas(text, known)})
+                if workbook_unknown:
+                    value = CannotEvaluate("unsupported-function",
+                                           f"{value.code} while the workbook uses {', '.join(workbook_unknown)}, which formulas lacks")
+            result.cells[ref] = value
+        _compute_totals(book, computed, result)
+        return abstain_where_no_engine_can(path, result)
+
+
+def _compute_totals(book: openpyxl.Workbook, computed: dict[tuple[str, str], CellResult], result: WorkbookValues) -> None:
+    """formulas lacks SUBTOTAL and AGGREGATE: a graded cell that is one such call over
+    references is computed by regrade from formulas' values of them (:mod:`regrade.engines.totals`)."""
+    lacking = [ref for ref, value in result.cells.items() if isinstance(value, CannotEvaluate)
+               and value.reason == "unsupported-function" and _TOTALS.search(result.formulas.get(ref, ""))]
+    if not lacking:
+        return
+    graph = FormulaGraph(book)
+
+    def read(area: Area) -> list[list[object]]:
+        sheet = book[area.sheet]
+        return [[_value_of(sheet, computed, row, column) for column in range(area.min_col, min(area.max_col, sheet.max_column) + 1)]
+                for row in range(area.min_row, min(area.max_row, sheet.max_row) + 1)]
+
+    for ref in lacking:
+        total = computed_total(graph, (resolve_sheet(ref.sheet, graph.sheets), ref.row, ref.column), read)
+        if total is not None:
+            result.cells[ref] = total
+
+
+def _value_of(sheet: Any, computed: dict[tuple[str, str], CellResult], row: int, column: int) -> CellResult:
+    """formulas' value of a cell: what it computed, or the constant the file holds."""
+    coordinate = f"{get_column_letter(column)}{row}"
+    if (sheet.title.upper(), coordinate) in computed:
+        return computed[(sheet.title.upper(), coordinate)]
+    content = sheet.cell(row, column).value
+    if formula_text(content) is not None:
+        return CannotEvaluate("not-computed", "formulas gave no value")
+    return content
+
+
+def _prepare(path: Path, book: openpyxl.Workbook, scratch: Path) -> None:
+    """``scratch/book.xlsx``: a link to the file, or a copy with what formulas misreads rewritten:
+    structured references as ranges, criteria ranges to the sheet's end cut at its last used row."""
+    rewrites = structured_rewrites(path)
+    for (sheet, row, column), formula in rewrites.items():
+        book[sheet].cell(row, column).value = formula
+    if _cut_criteria_ranges(book) or rewrites:
+        book.save(scratch / _SCRATCH_NAME)
+    else:
+        (scratch / _SCRATCH_NAME).symlink_to(path.resolve())
+
+
+def _cut_criteria_ranges(book: openpyxl.Workbook) -> bool:
+    """``COUNTIF(A$1:A$1048576, 5)`` is 0 in formulas: such ranges are cut (engines/ironcalc_rewrites.py)."""
+    readers = last_row_readers({ws.title.lower(): ws.max_row for ws in book.worksheets})
+    changed = False
+    for ws in book.worksheets:
+        last_row = readers(ws.title)
+        if last_row is None:  # no range can be cut in this workbook
+            return False
+        for row in ws.iter_rows():
+            for cell in row:
+                formula = formula_text(cell.value)
+                rewritten = rewrite_criteria_calls(formula, last_row) if formula else formula
+                if rewritten == formula:
+                    continue
+                if isinstance(cell.value, ArrayFormula):
+                    cell.value.text = rewritten
+                else:
+                    cell.value = rewritten
+                changed = True
+    return changed
+
+
+def _solve(model: Any, scratch: str, wanted: dict[CellRef, str], whole_workbook: bool) -> Any:
+    """formulas' solution for the cone of the wanted cells (or for every cell)."""
+    if whole_workbook:
+        return model.loads(str(Path(scratch) / _SCRATCH_NAME)).finish().calculate()
+    model.basedir = scratch
+    ranges = [_cell_range(sheet, ref.coordinate) for ref, sheet in wanted.items()]
+    return model.from_ranges(*ranges).finish().calculate() if ranges else {}
+
+
+def _cell_range(sheet: str, coordinate: str) -> str:
+    """formulas' name of a cell of the scratch book: ``'[book.xlsx]My ''s sheet'!A1``."""
+    return f"'[{_SCRATCH_NAME}]{sheet.replace(chr(39), chr(39) * 2)}'!{coordinate}"
+
+
+def _by_cell(solution: Any) -> dict[tuple[str, str], CellResult]:
+    """formulas' solution as (SHEET, A1) -> value. A range key (an array formula's result)
+    fills each of its cells unless the cell has a key of its own."""
+    single, spread = {}, {}
+    for key, ranges in solution.items():
+        match = _KEY.match(str(key))
+        if match is None:
+            continue
+        sheet = match.group("sheet").upper()
+        try:
+            rows = ranges.value
+            top_left = coordinate_to_tuple(match.group("cell"))
+            for dr, row in enumerate(rows):
+                for dc, raw in enumerate(row):
+                    target = spread if match.group("end") else single
+                    target[(sheet, f"{get_column_letter(top_left[1] + dc)}{top_left[0] + dr}")] = _plain(raw)
+        except (AttributeError, TypeError):
+            continue
+    return {**spread, **single}
+
+
+def _plain(raw: Any) -> CellResult:
+    from formulas.tokens.operand import XlError
+
+    if isinstance(raw, XlError):
+        return ExcelError(str(raw))
+    if type(raw).__name__ == "bool_" or isinstance(raw, bool):
+        return bool(raw)
+    if hasattr(raw, "item") and not isinstance(raw, str):
+        raw = raw.item()
+    if isinstance(raw, str):
+        return raw
+    if isinstance(raw, (int, float)):
+        return raw
+    return None  # formulas' EMPTY marker and anything else without a value

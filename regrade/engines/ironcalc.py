@@ -1,0 +1,268 @@
+"""IronCalc: a full recalculation in Rust, through its Python bindings.
+
+IronCalc recomputes every formula on load. AGGREGATE, which it lacks, and the
+functions it gets wrong (SUBTOTAL 110/111, XLOOKUP, XMATCH) are computed by
+:mod:`regrade.engines.ironcalc_bridge` from arguments IronCalc evaluates. Where it cannot
+compute a cell, regrade abstains instead of reporting a wrong value:
+
+- a function IronCalc does not know comes back lower-cased in the formula text
+  (``=_xlfn.aggregate(9,6,B2:B4)``) with ``#NAME?``; a target whose own formula
+  holds one abstains even when the value looks fine (``IFERROR`` can hide it), and
+  an erroring target abstains when a formula in its dependency cone
+  (:mod:`regrade.workbook.cones`) holds one: the error may come from there;
+- ``#ERROR!`` is IronCalc's own parse-failure marker, not an Excel error
+  (structured references from tables written by openpyxl end up here);
+- IronCalc evaluates a defined name only when it is one reference: a cell whose cone
+  reads a name defined by a formula or a constant (``{0,1,2}``, ``Sheet1!$A$1*2``)
+  abstains (IronCalc gives ``#NAME?``, or 0);
+- ``#VALUE!`` from a date read from text (``DATEVALUE("9 Aug 2021")``) abstains:
+  IronCalc reads fewer date texts than Excel (:func:`regrade.workbook.calls.reads_a_date_from_text`).
+
+Numbers in date or time formats become ``datetime``/``time`` exactly as openpyxl
+reads a cached value, so the comparison policy sees both alike.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from regrade.values import CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues
+from regrade.workbook.calls import calls, formula_reads_a_date_from_text
+from regrade.workbook.cones import Area, FormulaGraph, load_graph, plain_area
+from regrade.engines.ironcalc_bridge import Cell, bridge_functions
+from regrade.engines.ironcalc_rewrites import last_row_readers, rewrite_criteria_calls
+from regrade.engines.readings import number_value, unknown_functions
+from regrade.workbook.screening import refusal
+from regrade.workbook.sheets import array_formula_cells, mentions, resolve_sheet
+from regrade.engines.totals import computed_total, meets_a_filter
+from regrade.workbook.structured import structured_rewrites
+from regrade.engines.tools import PythonPackageEngine
+from regrade.engines.unrepeatable import abstain_where_no_engine_can
+
+
+_LOOKUPS = frozenset({"VLOOKUP", "HLOOKUP", "XLOOKUP"})
+_VALUE = ExcelError("#VALUE!")
+
+# The bridge re-evaluates the workbook several times: past this, only what IronCalc lacks is bridged
+SLOW_EVALUATION_S = 3.0
+
+
+class IronCalcEngine(PythonPackageEngine):
+    package = "ironcalc"
+    name = "ironcalc"
+    full = True
+
+    def evaluate(self, path: Path, cells: Sequence[CellRef]) -> WorkbookValues:
+        import ironcalc
+
+        if (refused := refusal(path)) is not None:
+            return refused
+        try:
+            model = ironcalc.load_from_xlsx(str(path))
+        except MemoryError:  # a limit, not a broken file: the isolating worker reports it
+            raise
+        except Exception as exc:  # WorkbookError and friends; a panic is handled by the worker
+            return WorkbookValues(failure=WorkbookFailure("load-failed", f"IronCalc cannot load it: {exc}"))
+        names = [p["name"] for p in model.get_worksheets_properties()]
+        originals = _work_around_defects(model, names, path)  # before the first evaluation: one is enough
+        try:
+            slow = _timed_evaluation(model) > SLOW_EVALUATION_S
+        except Exception as exc:
+            return WorkbookValues(failure=WorkbookFailure("load-failed", f"IronCalc cannot evaluate it: {exc}"))
+        order = functools.partial(_dependency_levels, path, names)
+        bridged = bridge_functions(model, array_formula_cells(path), only_missing=slow, order=order)
+        originals = {**bridged.originals, **originals}
+        skipped = {(names[sheet], row, column): function for (sheet, row, column), function in bridged.skipped.items()}
+        graph = functools.cache(lambda: load_graph(path))
+        workbook_unknown = functools.cache(lambda: _workbook_unknown_functions(model))
+        mentioned = mentions(path, (b"SUBTOTAL(", b"filterColumn", b"LOOKUP("))  # a quick look before the graph
+        filtered = {b"SUBTOTAL(", b"filterColumn"} <= mentioned
+        empty_lookups = _lookups_of_empty_cells(model, names) if b"LOOKUP(" in mentioned else {}
+        computed_names = any(plain_area(n["formula"], names[0], names) is None for n in model.get_defined_name_list())
+        result = WorkbookValues(sheet_names=names)
+        for ref in cells:
+            sheet = resolve_sheet(ref.sheet, names)
+            if sheet is None:
+                continue
+            index = names.index(sheet)
+            computed_formula = model.get_cell_formula(index, ref.row, ref.column)
+            formula = originals.get((index, ref.row, ref.column)) or computed_formula  # report what the file says
+            value = _read_value(model, index, ref.row, ref.column)
+            cell = (sheet, ref.row, ref.column)
+            if formula:
+                result.formulas[ref] = formula
+                own_unknown = unknown_functions(computed_formula or "")  # what IronCalc computed, after rewrites
+                if own_unknown:
+                    value = CannotEvaluate("unsupported-function", f"IronCalc lacks {', '.join(own_unknown)}")
+                elif computed_names and (read := _computed_names_read(graph(), cell)):
+                    value = CannotEvaluate("unsupported-name", f"IronCalc cannot evaluate {read}: a defined name "
+                                           "that is a formula or a constant, not one reference")
+                elif skipped and (left := _in_cone(graph(), skipped, cell)):
+                    value = CannotEvaluate("unsupported-function", f"IronCalc gets {', '.join(left)} wrong in places, "
+                                           "and the bridge could not compute it here (a workbook too slow, "
+                                           "a chain that did not settle, or a LET or LAMBDA name)")
+                elif value == _VALUE and _reads_a_date_from_text(graph(), cell):
+                    value = CannotEvaluate("unsupported-function", "#VALUE! from a date read from text: IronCalc reads "
+                                           "fewer texts as dates than Excel (\"9 Aug 2021\")")
+                elif isinstance(value, ExcelError) and (reached := _unknown_in_cone(graph, workbook_unknown(), cell)):
+                    value = CannotEvaluate("unsupported-function",
+                                           f"{value.code} from a formula that calls {', '.join(reached)}, which IronCalc lacks")
+                elif empty_lookups and (lookups := _in_cone(graph(), empty_lookups, cell)):
+                    value = CannotEvaluate("unsupported-function", f"IronCalc's {', '.join(lookups)} of an empty cell "
+                                           "matches an empty cell of the range, which Excel's does not")
+                elif filtered and graph() is not None and meets_a_filter(graph(), cell):
+                    value = _filtered_subtotal(model, names, graph(), cell)
+            result.cells[ref] = value
+        return abstain_where_no_engine_can(path, result)
+
+
+def _filtered_subtotal(model: Any, names: list[str], graph: FormulaGraph, cell: tuple[str, int, int]) -> CellResult:
+    """IronCalc counts the rows a filter hides in SUBTOTAL 1-11: regrade computes a graded
+    ``=SUBTOTAL(n, ref, ...)`` from IronCalc's values of its references; a cell that
+    depends on one abstains (:mod:`regrade.engines.totals`)."""
+
+    def read(area: Area) -> list[list[object]]:
+        index = names.index(area.sheet)
+        _, last_row, _, last_column = model.get_sheet_dimensions(index)
+        return [[_read_value(model, index, row, column) for column in range(area.min_col, min(area.max_col, last_column) + 1)]
+                for row in range(area.min_row, min(area.max_row, last_row) + 1)]
+
+    computed = computed_total(graph, cell, read)
+    if computed is None:
+        return CannotEvaluate("unsupported-function", "IronCalc's SUBTOTAL counts the rows a filter hides")
+    if isinstance(computed, float):
+        _, row, column = cell
+        return number_value(computed, model.get_cell_style(names.index(cell[0]), row, column).get("num_fmt"))
+    return computed
+
+
+def _work_around_defects(model: Any, names: list[str], path: Path) -> dict[tuple[int, int, int], str]:
+    """Rewrite formulas IronCalc misreads (engines/tables.py, engines/ironcalc_rewrites.py);
+    returns each rewritten cell's original formula. The caller evaluates the model again."""
+    originals: dict[tuple[int, int, int], str] = {}
+    for (sheet_name, row, column), formula in structured_rewrites(path, array_formulas=True).items():
+        if sheet_name in names:
+            index = names.index(sheet_name)
+            originals[(index, row, column)] = model.get_cell_formula(index, row, column) or formula
+            model.update_cell_with_formula(index, row, column, formula)
+    last_row = last_row_readers({name.lower(): model.get_sheet_dimensions(index)[1] for index, name in enumerate(names)})
+    for sheet, row, column in model.get_all_cells():
+        formula = model.get_cell_formula(sheet, row, column)
+        if not formula:
+            continue
+        rewritten = rewrite_criteria_calls(formula, last_row(names[sheet]))
+        if rewritten != formula:
+            originals.setdefault((sheet, row, column), formula)
+            model.update_cell_with_formula(sheet, row, column, rewritten)
+    return originals
+
+
+def _dependency_levels(path: Path, names: list[str], cells: list[Cell]) -> list[list[Cell]] | None:
+    """The bridge's cells (sheet index, row, column) in dependency levels, from the file's formula graph."""
+    graph = load_graph(path)
+    if graph is None:
+        return None
+    levels = graph.dependency_levels([(names[sheet], row, column) for sheet, row, column in cells])
+    return None if levels is None else [[(names.index(s), r, c) for s, r, c in level] for level in levels]
+
+
+def _timed_evaluation(model: Any) -> float:
+    started = time.monotonic()
+    model.evaluate()
+    return time.monotonic() - started
+
+
+def _read_value(model: Any, sheet: int, row: int, column: int) -> CellResult:
+    import ironcalc
+
+    kind = model.get_cell_type(sheet, row, column)
+    value = model.get_cell_value(sheet, row, column)
+    if kind == ironcalc.CellType.ErrorValue:
+        if value == "#ERROR!":
+            return CannotEvaluate("parse-error", "IronCalc could not parse the formula")
+        if value == "#N/IMPL!":
+            return CannotEvaluate("unsupported-function", "IronCalc has not implemented part of the formula (#N/IMPL!)")
+        return ExcelError(str(value))
+    if kind == ironcalc.CellType.LogicalValue:
+        return bool(value)
+    if isinstance(value, float):
+        return number_value(value, model.get_cell_style(sheet, row, column).get("num_fmt"))
+    if value == "" and model.is_empty_cell(sheet, row, column):
+        return None
+    return value
+
+
+def _unknown_in_cone(graph: Callable[[], FormulaGraph | None], unknown: list[str], cell: tuple[str, int, int]) -> list[str]:
+    """The unknown functions the cell's value may depend on (all of them when the file cannot be traced)."""
+    if not unknown or graph() is None:
+        return unknown
+    return sorted(graph().calls_in_cone([cell], unknown))
+
+
+def _in_cone(graph: FormulaGraph | None, skipped: dict[tuple[str, int, int], str], cell: tuple[str, int, int]) -> list[str]:
+    """The functions of the skipped cells the cell's value may depend on (all when the file cannot be traced)."""
+    if graph is None:
+        return sorted(set(skipped.values()))
+    return sorted({skipped[place] for place in graph.cells_in_cone([cell]) if place in skipped})
+
+
+def _reads_a_date_from_text(graph: FormulaGraph | None, cell: tuple[str, int, int]) -> bool:
+    """Whether a formula of the cell's cone reads a date from text (any, when the file cannot be traced)."""
+    return graph is None or any(formula_reads_a_date_from_text(text) for text in graph.formulas_in_cone([cell]))
+
+
+def _computed_names_read(graph: FormulaGraph | None, cell: tuple[str, int, int]) -> str:
+    """The names defined by a formula or a constant the cell's value may depend on ("" for
+    none); when the file cannot be traced or the cone is open, it may read any of them."""
+    cone = graph.cone([cell]) if graph is not None else None
+    if cone is not None and cone.computed_names:
+        return ", ".join(sorted(cone.computed_names))
+    return "what it reads" if cone is None or cone.open else ""
+
+
+def _lookups_of_empty_cells(model: Any, names: list[str]) -> dict[tuple[str, int, int], str]:
+    """Formula cells calling VLOOKUP, HLOOKUP or XLOOKUP of an empty cell over a lookup range
+    that holds an empty cell too, by function. IronCalc then matches that empty cell; Excel
+    does not (SpreadsheetBench task 7902), and what it matches instead (LibreOffice: a ""
+    result) regrade cannot say. A range regrade cannot place counts as holding one."""
+    found: dict[tuple[str, int, int], str] = {}
+    for sheet, row, column in model.get_all_cells():
+        formula = model.get_cell_formula(sheet, row, column)
+        if not formula or "LOOKUP(" not in formula.upper():
+            continue
+        for call in calls(formula):
+            if call.name not in _LOOKUPS or len(call.args) < 2:
+                continue
+            value = plain_area(call.args[0], names[sheet], names)
+            if value is None or (value.min_row, value.min_col) != (value.max_row, value.max_col) \
+                    or not model.is_empty_cell(names.index(value.sheet), value.min_row, value.min_col):
+                continue
+            lookup = plain_area(call.args[1], names[sheet], names)
+            if lookup is not None and call.name != "XLOOKUP":  # VLOOKUP looks in the first column, HLOOKUP the first row
+                lookup = (replace(lookup, max_col=lookup.min_col) if call.name == "VLOOKUP"
+                          else replace(lookup, max_row=lookup.min_row))
+            if lookup is None or _holds_an_empty_cell(model, names.index(lookup.sheet), lookup):
+                found[(names[sheet], row, column)] = call.name
+    return found
+
+
+def _holds_an_empty_cell(model: Any, index: int, area: Area) -> bool:
+    _, last_row, _, last_column = model.get_sheet_dimensions(index)
+    height, width = area.max_row - area.min_row + 1, area.max_col - area.min_col + 1
+    if area.max_row > last_row or area.max_col > last_column or height * width > 100_000:
+        return True  # past the used range every cell is empty; a huge range is not read
+    return any(model.is_empty_cell(index, row, column)
+               for row in range(area.min_row, area.max_row + 1) for column in range(area.min_col, area.max_col + 1))
+
+
+def _workbook_unknown_functions(model: Any) -> list[str]:
+    found: set[str] = set()
+    for sheet, row, column in model.get_all_cells():
+        formula = model.get_cell_formula(sheet, row, column)
+        if formula:
+            found.update(unknown_functions(formula))
+    return sorted(found)

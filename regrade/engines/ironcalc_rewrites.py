@@ -1,0 +1,151 @@
+"""Formula rewrites that work around IronCalc 0.9.1 defects, each shown by a probe or a test.
+
+- The criteria functions (COUNTIF, SUMIF, AVERAGEIF, COUNTIFS, SUMIFS, AVERAGEIFS,
+  MAXIFS, MINIFS) give ``#VALUE!`` when a range argument is a single cell
+  (``=COUNTIF(A1,"a*")``), which Excel accepts; ``A1:A1`` works, so single cells in
+  range positions are widened to that.
+- They read every row of a range written to the sheet's end (``COUNTIF(H$7:H$1048576, x)``):
+  134 such formulas take IronCalc 10 s (SpreadsheetBench task 68-47). Ranges reaching
+  far below the sheet's last used row are cut at that row. The rows cut off are blank:
+  they add nothing to a sum, an average, a maximum or a minimum, and COUNTIF/COUNTIFS
+  count them with one term, the number of rows cut times the count of one blank cell
+  (``$XFD$1048576``) under the same criteria, so IronCalc's value does not change.
+  formulas 1.3.4 counts nothing in such ranges (``COUNTIF(A$1:A$1048576, 5)`` is 0), so
+  :mod:`regrade.engines.formulas` cuts them the same way.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+from openpyxl.formula.tokenizer import Token, Tokenizer
+
+# function -> which arguments (0-based) are ranges; None: every even one (COUNTIFS pairs)
+_RANGE_ARGUMENTS: dict[str, set[int] | None] = {
+    "COUNTIF": {0}, "SUMIF": {0, 2}, "AVERAGEIF": {0, 2}, "COUNTIFS": None,
+    "SUMIFS": {0, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29},
+    "AVERAGEIFS": {0, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29},
+    "MAXIFS": {0, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29},
+    "MINIFS": {0, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29},
+}
+_COUNTS = frozenset({"COUNTIF", "COUNTIFS"})
+_MENTIONS = re.compile(r"(?:COUNT|SUM|AVERAGE|MAX|MIN)IFS?\(", re.IGNORECASE)
+_SINGLE_CELL = re.compile(r"^(?P<prefix>(?:'(?:[^']|'')+'|[A-Za-z0-9_.]+)!)?(?P<cell>\$?[A-Z]{1,3}\$?\d+)$")
+_RANGE = re.compile(
+    r"^(?P<prefix>(?:(?P<sheet>'(?:[^']|'')+'|[A-Za-z0-9_.]+))!)?"
+    r"(?P<left>\$?[A-Z]{1,3}\$?)(?P<top>\d+):(?P<right>\$?[A-Z]{1,3}\$?)(?P<bottom>\d+)$"
+)
+MAX_ROW = 1_048_576
+BLANK = "$XFD$1048576:$XFD$1048576"  # a cell no workbook here uses (checked by the caller)
+CLIP_BEYOND = 10_000  # rows past the last used one worth cutting
+
+LastRow = Callable[[str | None], int | None]  # a sheet name (None: the formula's own) -> its last used row
+
+
+def last_row_readers(last_rows: dict[str, int]) -> Callable[[str], LastRow | None]:
+    """For a formula on sheet ``home``, the ``last_row`` to cut its ranges with: the last used
+    row of the sheet a reference names (``last_rows`` keyed by lower-cased sheet name). None
+    for every sheet when some sheet reaches the grid's last row: then ``$XFD$1048576``, the
+    blank cell the cut counts with, may not be blank."""
+    if MAX_ROW in last_rows.values():
+        return lambda home: None
+    return lambda home: (lambda sheet: last_rows.get((sheet or home).lower()))
+
+
+def rewrite_criteria_calls(formula: str, last_row: LastRow | None = None) -> str:
+    """Single cells in the criteria functions' range positions widened (``=COUNTIF(A1,"a")`` as
+    ``=COUNTIF(A1:A1,"a")``) and, with ``last_row``, ranges to the sheet's end cut at its last
+    used row; other formulas unchanged."""
+    if not _MENTIONS.search(formula):
+        return formula
+    try:
+        tokens = Tokenizer(formula).items
+    except Exception:
+        return formula
+    stack: list[_Frame] = []
+    changed = False
+    for index, token in enumerate(tokens):
+        if token.subtype == Token.OPEN and token.type in (Token.FUNC, Token.PAREN, Token.ARRAY):
+            name = token.value[:-1].upper().removeprefix("_XLFN.") if token.type == Token.FUNC else None
+            stack.append(_Frame(name, tokens, index))
+        elif token.subtype == Token.CLOSE and stack:
+            frame = stack.pop()
+            frame.bounds.append(index)
+            changed |= frame.widen()
+            if last_row is not None:
+                changed |= frame.clip(last_row)
+        elif token.type == Token.SEP and token.subtype == Token.ARG and stack and stack[-1].name is not None:
+            stack[-1].bounds.append(index)
+            changed |= stack[-1].widen()
+    return "=" + "".join(t.value for t in tokens) if changed else formula
+
+
+class _Frame:
+    """One open call or parenthesis: its name (None for a parenthesis) and where its arguments lie."""
+
+    def __init__(self, name: str | None, tokens: list[Token], opener: int):
+        self.name = name
+        self.tokens = tokens
+        self.bounds = [opener]  # the opener, each separator, then the closer
+        self.widened: set[int] = set()
+
+    def argument(self, index: int) -> list[Token]:
+        return self.tokens[self.bounds[index] + 1 : self.bounds[index + 1]]
+
+    def range_positions(self, count: int) -> list[int]:
+        if self.name not in _RANGE_ARGUMENTS:
+            return []
+        positions = _RANGE_ARGUMENTS[self.name]
+        return [i for i in range(count) if (i % 2 == 0 if positions is None else i in positions)]
+
+    def widen(self) -> bool:
+        """The argument just closed (up to the last bound), if it is a single cell in a range position."""
+        index = len(self.bounds) - 2
+        if index in self.widened or index not in self.range_positions(index + 1):
+            return False
+        self.widened.add(index)
+        operand = _sole_range(self.argument(index))
+        match = _SINGLE_CELL.match(operand.value) if operand is not None else None
+        if not match:
+            return False
+        operand.value = f"{match.group('prefix') or ''}{match.group('cell')}:{match.group('cell')}"
+        return True
+
+    def clip(self, last_row: LastRow) -> bool:
+        """Cut the range arguments at their sheets' last used row when all span the same rows far past it."""
+        count = len(self.bounds) - 1
+        operands = [_sole_range(self.argument(i)) for i in self.range_positions(count)]
+        matches = [_RANGE.match(o.value) if o is not None else None for o in operands]
+        if not matches or any(m is None for m in matches):
+            return False
+        spans = {(int(m["top"]), int(m["bottom"])) for m in matches}  # type: ignore[index]
+        lasts = [last_row(_sheet_name(m["sheet"])) for m in matches]  # type: ignore[index]
+        if len(spans) != 1 or any(last is None for last in lasts):
+            return False
+        top, bottom = spans.pop()
+        new_bottom = max(top, *lasts)  # type: ignore[type-var]
+        if bottom - new_bottom <= CLIP_BEYOND:
+            return False
+        for operand, match in zip(operands, matches):
+            operand.value = f"{match['prefix'] or ''}{match['left']}{top}:{match['right']}{new_bottom}"  # type: ignore[index, union-attr]
+        if self.name in _COUNTS:  # the blank rows cut off, counted as one blank cell times their number
+            criteria = ["".join(t.value for t in self.argument(i)) for i in range(1, count, 2)]
+            blank = ",".join(f"{BLANK},{criterion}" for criterion in criteria)
+            opener, closer = self.tokens[self.bounds[0]], self.tokens[self.bounds[-1]]
+            opener.value = "(" + opener.value
+            closer.value = f"{closer.value}+{bottom - new_bottom}*{self.name}({blank}))"
+        return True
+
+
+def _sole_range(argument: list[Token]) -> Token | None:
+    operands = [t for t in argument if t.type != Token.WSPACE]
+    if len(operands) == 1 and operands[0].type == Token.OPERAND and operands[0].subtype == Token.RANGE:
+        return operands[0]
+    return None
+
+
+def _sheet_name(quoted: str | None) -> str | None:
+    if quoted is None:
+        return None
+    return quoted[1:-1].replace("''", "'") if quoted.startswith("'") else quoted

@@ -1,0 +1,168 @@
+"""Run an engine on one workbook at a time in a worker process, with a time and memory limit.
+
+Engines fail in ways a ``try`` cannot catch: IronCalc can panic (a Rust panic is a
+``BaseException``), a native library can segfault, an evaluation can loop forever.
+:class:`IsolatedEngine` wraps any engine so that workbooks are evaluated in a forked
+worker; a crash, a timeout or an exhausted memory limit becomes a
+:class:`WorkbookFailure` for that workbook and the run goes on.
+
+The worker lives on between workbooks (forking a fresh one costs more than reading
+a small workbook). A worker that timed out, crashed or ran out of memory is
+replaced, and one that has served :data:`WORKBOOKS_PER_WORKER` workbooks too. A
+crash or memory limit in a worker that had served other workbooks is tried once
+more in a fresh one, so the verdict is the workbook's own, not its predecessors'.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import multiprocessing
+import os
+import resource
+import signal
+import sys
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from pathlib import Path
+from typing import Sequence
+
+from regrade.engines.base import Engine
+from regrade.values import CellRef, WorkbookFailure, WorkbookValues
+
+DEFAULT_TIMEOUT_S = 60.0
+DEFAULT_MEMORY_MB = 4096
+WORKBOOKS_PER_WORKER = 100
+ORPHAN_CHECK_S = 2.0
+OUT_OF_MEMORY_EXIT = 3  # a worker that could not even report running out of memory
+_FRESH_START_FAULTS = ("crashed", "memory-limit")
+
+
+class IsolatedEngine:
+    """The same engine, in a worker process under a time and memory limit."""
+
+    def __init__(self, engine: Engine, timeout_s: float = DEFAULT_TIMEOUT_S, memory_mb: int | None = DEFAULT_MEMORY_MB):
+        self.engine = engine
+        self.name = engine.name
+        self.full = engine.full
+        self.timeout_s = timeout_s
+        self.memory_mb = memory_mb
+        self._worker: BaseProcess | None = None
+        self._connection: Connection | None = None
+        self._served = 0
+
+    def version(self) -> str:
+        return self.engine.version()
+
+    def unavailable_reason(self) -> str | None:
+        return self.engine.unavailable_reason()
+
+    def evaluate(self, path: Path, cells: Sequence[CellRef]) -> WorkbookValues:
+        fresh = self._worker is None
+        values = self._evaluate_once(path, list(cells))
+        if not fresh and values.failure is not None and values.failure.reason in _FRESH_START_FAULTS:
+            values = self._evaluate_once(path, list(cells))  # the workbook's own verdict, in a fresh worker
+        return values
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+        if self._worker is not None:
+            if self._worker.is_alive():
+                self._worker.kill()
+            self._worker.join(5)
+        self._worker, self._connection, self._served = None, None, 0
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def _evaluate_once(self, path: Path, cells: list[CellRef]) -> WorkbookValues:
+        if self._worker is None or not self._worker.is_alive() or self._served >= WORKBOOKS_PER_WORKER:
+            self.close()
+            self._start()
+        assert self._connection is not None and self._worker is not None
+        try:
+            self._connection.send((path, cells))
+            if not self._connection.poll(self.timeout_s):
+                self.close()
+                return WorkbookValues(failure=WorkbookFailure("timeout", f"{self.name} took longer than {self.timeout_s:g} s"))
+            outcome = self._connection.recv()
+        except (EOFError, OSError):
+            self._worker.join(5)
+            failure = _death(self.name, self._worker.exitcode, self.memory_mb)
+            self.close()
+            return WorkbookValues(failure=failure)
+        self._served += 1
+        if isinstance(outcome, WorkbookValues):
+            return outcome
+        self.close()  # a worker that ran out of memory or raised is not trusted with the next workbook
+        return WorkbookValues(failure=outcome)
+
+    def _start(self) -> None:
+        context = multiprocessing.get_context("fork")
+        ours, theirs = context.Pipe(duplex=True)
+        self._worker = context.Process(target=_serve, args=(self.engine, self.memory_mb, theirs, ours), daemon=True)
+        self._worker.start()
+        theirs.close()
+        self._connection = ours
+
+
+def _death(engine: str, exitcode: int | None, memory_mb: int | None) -> WorkbookFailure:
+    if exitcode == OUT_OF_MEMORY_EXIT:  # so short of memory that even the failure could not be sent
+        return WorkbookFailure("memory-limit", f"{engine} needed more than {memory_mb} MB")
+    if exitcode is not None and exitcode < 0:
+        try:
+            signame = signal.Signals(-exitcode).name
+        except ValueError:
+            signame = str(-exitcode)
+        return WorkbookFailure("crashed", f"{engine} worker died with signal {signame}")
+    return WorkbookFailure("crashed", f"{engine} worker exited with status {exitcode} before answering")
+
+
+def _serve(engine: Engine, memory_mb: int | None, connection: Connection, parents_end: Connection) -> None:
+    """The worker: evaluate each workbook sent until the parent goes away."""
+    parents_end.close()  # so that the parent's death reads as the end of the requests
+    os.environ["RUST_BACKTRACE"] = "0"
+    faulthandler.disable()  # it holds its own copy of stderr; a crash is reported by exit status
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)  # engines print to both (IronCalc: "Unexpected feature ..." on stdout);
+    os.dup2(devnull, 2)  # the worker answers through its pipe, and regrade's stdout carries data only
+    sys.stdout = sys.stderr = open(os.devnull, "w")  # Python-level writes may not go through fd 1 and 2
+    out_of_memory = WorkbookFailure("memory-limit", f"{engine.name} needed more than {memory_mb} MB")  # made before the limit
+    if memory_mb:
+        limit = memory_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    parent = os.getppid()
+    while True:
+        try:
+            while not connection.poll(ORPHAN_CHECK_S):
+                if os.getppid() != parent:  # the parent died; a sibling may still hold our pipe open
+                    os._exit(0)
+            path, cells = connection.recv()
+        except (EOFError, OSError):
+            os._exit(0)
+        outcome = _evaluate(engine, path, cells, out_of_memory)
+        try:
+            connection.send(outcome)
+        except MemoryError:
+            try:
+                connection.send(out_of_memory)
+            except MemoryError:
+                os._exit(OUT_OF_MEMORY_EXIT)
+        if not isinstance(outcome, WorkbookValues):
+            os._exit(0)  # the parent replaces a worker that failed
+
+
+def _evaluate(engine: Engine, path: Path, cells: list[CellRef],
+              out_of_memory: WorkbookFailure) -> WorkbookValues | WorkbookFailure:
+    try:
+        try:
+            return engine.evaluate(path, cells)
+        except MemoryError:
+            return out_of_memory
+        except BaseException as exc:  # a Rust panic is a BaseException
+            return WorkbookFailure("crashed", f"{engine.name} raised {type(exc).__name__}: {exc}")
+    except MemoryError:  # memory ran out again while the first error was handled
+        return out_of_memory

@@ -1,0 +1,292 @@
+"""LibreOffice Calc: a warm soffice over UNO, recalculating every formula on load.
+
+The UNO bridge lives in Debian's ``python3-uno`` for ``/usr/bin/python3``, so the
+engine talks to a helper process on that interpreter (``libreoffice_worker.py``),
+which owns a headless soffice with a private, throw-away profile: recalculation on
+load forced (``OOXMLRecalcMode`` = 0, so no stale cache is ever echoed), external
+links never updated, macros never run, and, where ``unshare`` allows it (Linux),
+in a network namespace of its own with no way out. A workbook calling WEBSERVICE,
+which LibreOffice would fetch, is declined (``network-function``) before LibreOffice
+sees it, sandbox or not. The engine isolates itself: a helper that
+does not answer within the timeout is killed with its soffice and started afresh
+for the next workbook.
+
+regrade's set-up installs LibreOffice 25.2 (bookworm-backports on Debian 12), which
+computes XLOOKUP, XMATCH, FILTER, SORT, SORTBY, UNIQUE, SEQUENCE and LET; Debian 12's own
+7.4 lacks them all. Either leaves functions it lacks (TEXTSPLIT, VSTACK, LAMBDA ... in
+25.2) lower-cased in a formula (abstention, ``unsupported-function``) and reports ``Err:5xx`` for formulas it
+cannot compile (abstention, ``engine-error``). ``#NAME?`` always abstains. Before it
+computes, structured references become ranges and MOD gets Excel's precision
+(:mod:`regrade.engines.libreoffice_rewrites`); where it departs from Excel in ways regrade cannot
+mend (:data:`_DEPARTURES`), a cell whose cone holds such a call abstains. Numbers come
+back plain: LibreOffice formats a ``=TIME(6,0,0)`` cell as a time of its own accord,
+where the file says General; a date is a date when the file's format says so
+(:func:`regrade.grading.grade.recomputed_view`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import json
+import os
+import re
+import select
+import signal
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+from regrade.values import EXCEL_ERROR_CODES, CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues
+from regrade.workbook.calls import QUOTED, READS_TEXT_AS_DATE, TAKES_A_DATE, Call, calls, reads_a_date_from_text
+from regrade.workbook.cones import load_graph
+from regrade.engines.isolation import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S
+from regrade.engines.libreoffice_files import office_environment, remove_office_files
+from regrade.engines.libreoffice_rewrites import libreoffice_rewrites
+from regrade.engines.readings import unknown_functions
+from regrade.workbook.screening import screen
+from regrade.workbook.sheets import formula_texts, resolve_sheet
+from regrade.engines.tools import version_output
+from regrade.engines.unrepeatable import abstain_where_no_engine_can
+
+SYSTEM_PYTHON = "/usr/bin/python3"
+WORKER = Path(__file__).with_name("libreoffice_worker.py")
+START_TIMEOUT_S = 90.0
+
+
+def _soffice_version() -> str | None:
+    words = (version_output("soffice") or "").split()
+    return " ".join(words[:2]) if words else None  # "LibreOffice 25.2.3.2"
+
+
+@functools.cache
+def _uno_reason() -> str | None:
+    if not Path(SYSTEM_PYTHON).exists():
+        return f"{SYSTEM_PYTHON} is missing (LibreOffice's UNO bridge is installed for it)"
+    check = subprocess.run([SYSTEM_PYTHON, "-c", "import uno"], capture_output=True, text=True)
+    if check.returncode != 0:
+        return "the UNO bridge is missing: apt-get install python3-uno"
+    return None
+
+
+@functools.cache
+def network_sandbox() -> list[str]:
+    """The command that runs soffice with no network (a namespace of its own), or [] where
+    this system does not allow one."""
+    command = ["unshare", "--net", "--map-current-user"]
+    try:
+        works = subprocess.run([*command, "true"], capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        works = False
+    return command if works else []
+
+
+class LibreOfficeEngine:
+    name = "libreoffice"
+    full = True
+    isolates_itself = True
+
+    def __init__(self, timeout_s: float = DEFAULT_TIMEOUT_S, memory_mb: int = DEFAULT_MEMORY_MB):
+        self.timeout_s = timeout_s
+        self.memory_mb = memory_mb
+        self._helper: subprocess.Popen | None = None
+        self._profile: str | None = None
+        atexit.register(self.close)
+
+    def version(self) -> str:
+        return _soffice_version() or "not installed"
+
+    def unavailable_reason(self) -> str | None:
+        if _soffice_version() is None:
+            return "soffice is not on PATH: apt-get install libreoffice-calc-nogui"
+        return _uno_reason()
+
+    def evaluate(self, path: Path, cells: Sequence[CellRef]) -> WorkbookValues:
+        screening = screen(path)
+        if screening.failure is not None:
+            return WorkbookValues(failure=screening.failure)
+        if screening.network_functions:
+            calls = ", ".join(screening.network_functions)
+            return WorkbookValues(failure=WorkbookFailure(
+                "network-function", f"the workbook calls {calls}, which LibreOffice would fetch from the network"))
+        try:
+            helper = self._ensure_helper()
+        except RuntimeError as exc:
+            return WorkbookValues(failure=WorkbookFailure("crashed", str(exc)))
+        rewrites = [list(rewrite) for rewrite in libreoffice_rewrites(path)]
+        request = {"path": str(path.resolve()), "cells": [[c.sheet, c.row, c.column] for c in cells], "formulas": rewrites}
+        try:
+            assert helper.stdin is not None
+            helper.stdin.write(json.dumps(request) + "\n")
+            helper.stdin.flush()
+            reply = self._read_line(helper, self.timeout_s)
+        except (BrokenPipeError, OSError) as exc:
+            self.close()
+            return WorkbookValues(failure=WorkbookFailure("crashed", f"LibreOffice helper died: {exc}"))
+        if reply is None:
+            died = helper.poll() is not None
+            self.close()
+            if died:
+                return WorkbookValues(failure=WorkbookFailure(
+                    "crashed", f"LibreOffice died while evaluating (a crash, or its {self.memory_mb} MB memory limit)"))
+            return WorkbookValues(failure=WorkbookFailure("timeout", f"LibreOffice took longer than {self.timeout_s:g} s"))
+        if not reply.get("ok"):
+            return WorkbookValues(failure=WorkbookFailure(reply.get("reason", "crashed"), reply.get("detail", "")))
+        return abstain_where_no_engine_can(path, _abstain_on_departures(path, _values(reply, cells)))
+
+    def _ensure_helper(self) -> subprocess.Popen:
+        if self._helper is not None and self._helper.poll() is None:
+            return self._helper
+        self.close()
+        self._profile = tempfile.mkdtemp(prefix="regrade-libreoffice-")
+        self._helper = subprocess.Popen(
+            [SYSTEM_PYTHON, str(WORKER), self._profile, str(self.memory_mb), *network_sandbox()],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            start_new_session=True,  # the helper and its soffice share a process group we can kill
+            env=office_environment(self._profile),
+        )
+        ready = self._read_line(self._helper, START_TIMEOUT_S)
+        if not ready or not ready.get("ready"):
+            self.close()
+            raise RuntimeError("LibreOffice did not start")
+        return self._helper
+
+    @staticmethod
+    def _read_line(helper: subprocess.Popen, timeout_s: float) -> dict | None:
+        assert helper.stdout is not None
+        ready, _, _ = select.select([helper.stdout], [], [], timeout_s)
+        if not ready:
+            return None
+        line = helper.stdout.readline()
+        if not line:
+            return None
+        return json.loads(line)
+
+    def close(self) -> None:
+        helper, self._helper = self._helper, None
+        if helper is not None:
+            try:
+                os.killpg(helper.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            helper.wait(10)
+            for stream in (helper.stdin, helper.stdout):
+                if stream is not None:
+                    stream.close()
+        if self._profile is not None:
+            remove_office_files(self._profile)
+            self._profile = None
+
+
+_STORED_BOOLEANS = ("=TRUE()", "=FALSE()")
+_OPERATOR_OR_CALL = re.compile(r"[-+*/^&=<>(){]")
+
+
+@dataclass(frozen=True)
+class _Departure:
+    """A way of calling a function where LibreOffice departs from Excel and regrade cannot mend it."""
+
+    function: str
+    departs: Callable[[Call], bool]
+    why: str
+    only_on: ExcelError | None = None  # a cell abstains only when LibreOffice's value is this error
+
+
+_VALUE = ExcelError("#VALUE!")
+
+
+def _approximate_match_over_computed_array(call: Call) -> bool:
+    """MATCH(value, expression) or MATCH(value, expression, 1); a type written as nothing is 0."""
+    return len(call.args) >= 2 and (len(call.args) == 2 or call.args[2] in ("1", "TRUE")) \
+        and bool(_OPERATOR_OR_CALL.search(QUOTED.sub("", call.args[1])))
+
+
+_DEPARTURES = (
+    # MATCH(2, 1/(A1:A9="x")), the idiom for the last "x" (SpreadsheetBench task 59902)
+    _Departure("MATCH", _approximate_match_over_computed_array,
+               "LibreOffice's approximate MATCH over a computed array gives the first match, not Excel's binary-search answer"),
+    # Excel's caches in task 44389 read it as TRUE; LibreOffice reads FALSE; regrade does not settle it
+    _Departure("TEXTJOIN", lambda call: len(call.args) >= 2 and call.args[1] == "",
+               "TEXTJOIN's ignore_empty is written as nothing, which LibreOffice reads as FALSE and Excel may not"),
+    # "1Jan2016" is a date to Excel (the caches of task 46646), #VALUE! to LibreOffice; where
+    # LibreOffice reads the text, it reads it as Excel does (task 55392: "1-JAN"&year)
+    *(_Departure(name, reads_a_date_from_text, f"#VALUE! from {name} of a text: LibreOffice reads fewer texts "
+                 "as dates than Excel (\"1Jan2016\")", only_on=_VALUE) for name in TAKES_A_DATE + READS_TEXT_AS_DATE),
+    # LibreOffice's FILTERXML gives the first node only, in an array formula too (task 54144)
+    _Departure("FILTERXML", lambda call: True, "LibreOffice's FILTERXML gives the first match only, where Excel gives all"),
+    # OFFSET(A1:A17,,{1,2,3}) is three references to Excel (SUMIF sums each), the first only to LibreOffice (task 50250)
+    _Departure("OFFSET", lambda call: any(arg.startswith("{") for arg in call.args[1:]),
+               "LibreOffice's OFFSET over an array of offsets or sizes gives the first reference only"),
+    # VLOOKUP(x, range, {9,10}, 0) of empty cells: MEDIAN skips them in Excel (task 10281 caches
+    # "Pass" for MEDIAN(H15, that) = H15); LibreOffice gives 0 for them
+    *(_Departure(name, lambda call: len(call.args) >= 3 and call.args[2].startswith("{"),
+                 f"LibreOffice's {name} over an array of column or row numbers gives 0 for an empty cell, "
+                 "which Excel's functions skip") for name in ("VLOOKUP", "HLOOKUP")),
+    # k beyond the count: #NUM! in Excel, #VALUE! in LibreOffice (task 15825: INDEX(..., SMALL(IF(...), ROWS(...))))
+    *(_Departure(name, lambda call: True, f"LibreOffice's {name} gives #VALUE! where Excel gives #NUM! (k beyond the count)",
+                 only_on=_VALUE) for name in ("SMALL", "LARGE")),
+)
+
+
+def _abstain_on_departures(path: Path, values: WorkbookValues) -> WorkbookValues:
+    """A graded cell with one of :data:`_DEPARTURES` in its dependency cone abstains. A look
+    at the formula texts of the sheet XML first keeps the formula graph off the common path."""
+    if values.failure is not None or not values.formulas:
+        return values
+    errors = {v for v in values.cells.values() if isinstance(v, ExcelError)}
+    possible = [d for d in _DEPARTURES if d.only_on is None or d.only_on in errors]
+    texts = formula_texts(path, tuple(f"{d.function}(" for d in possible)) if possible else []
+    present = [d for d in possible if any(_departure(d, text) for text in texts)]
+    graph = load_graph(path) if present else None
+    if graph is None:
+        return values
+    for ref in values.formulas:
+        sheet = resolve_sheet(ref.sheet, graph.sheets)
+        relevant = [d for d in present if d.only_on is None or d.only_on == values.cells.get(ref)]
+        cone = graph.formulas_in_cone([(sheet, ref.row, ref.column)]) if sheet is not None and relevant else []
+        found = next((d for d in relevant for text in cone if _departure(d, text)), None)
+        if found is not None:
+            values.cells[ref] = CannotEvaluate("unsupported-function", found.why)
+    return values
+
+
+def _departure(departure: _Departure, formula: str) -> bool:
+    return departure.function in formula.upper() and any(
+        call.name == departure.function and departure.departs(call) for call in calls(formula))
+
+
+def _values(reply: dict, cells: Sequence[CellRef]) -> WorkbookValues:
+    sheets = reply["sheets"]
+    result = WorkbookValues(sheet_names=sheets)
+    for ref, reading in zip(cells, reply["cells"]):
+        if reading is None:  # no such sheet
+            continue
+        kind, raw, number_format, formula = reading
+        if formula in _STORED_BOOLEANS:  # LibreOffice loads a stored TRUE as the formula =TRUE()
+            formula = None
+        if formula:
+            result.formulas[ref] = formula
+        result.cells[ref] = _cell_value(kind, raw, number_format, formula)
+    return result
+
+
+def _cell_value(kind: str, raw: object, number_format: str | None, formula: str | None) -> CellResult:
+    unknown = unknown_functions(formula) if formula else []
+    if unknown:
+        return CannotEvaluate("unsupported-function", f"LibreOffice lacks {', '.join(unknown)}")
+    if kind == "error":
+        code = str(raw)
+        if code == "#NAME?":
+            return CannotEvaluate("unsupported-function", "LibreOffice gives #NAME? (an unknown function or name)")
+        if code in EXCEL_ERROR_CODES:
+            return ExcelError(code)
+        return CannotEvaluate("engine-error", f"LibreOffice {code}")
+    if kind == "number":
+        return float(raw)  # type: ignore[arg-type]  # LibreOffice's automatic formats are not the file's
+    if kind == "bool":
+        return bool(raw)
+    if kind == "empty":
+        return None
+    return raw  # type: ignore[return-value]

@@ -1,0 +1,123 @@
+"""Formulas rewritten before LibreOffice computes them, where it misses Excel's semantics.
+
+Excel keeps 15 significant digits of MOD's dividend: ``MOD(1.000003, 1)`` is 3E-06 in
+Excel and 2.9999999999752E-06 in IEEE arithmetic, which LibreOffice returns, so that
+``INDEX(range, 10^6*MOD(x, 1))`` reads the row before (SpreadsheetBench task 42110). Each
+``MOD(a, b)`` becomes ``ROUND(MOD(a, b), 14-INT(LOG10(ABS(a)+(a=0))))``: the same rounding
+as the IronCalc bridge's MOD (:func:`regrade.engines.ironcalc_bridge._significant`), computed by
+LibreOffice itself, element by element inside array formulas.
+
+Excel counts 1900 as a leap year: its serial 1 is 1 January 1900 and 0 is "0 January
+1900", where LibreOffice's 1 is 31 December 1899; the two calendars meet at 61, 1 March
+1900. ``DAY(18)`` is 18 in Excel and 17 in LibreOffice, which matters where a formula takes
+the DAY of a count of days (SpreadsheetBench 30468). ``DAY``, ``MONTH`` and ``YEAR`` of x
+therefore read x + 1 for 1 <= x < 60, and give Excel's 0, 1 and 1900 for 0 <= x < 1;
+serial 60, Excel's 29 February 1900 and LibreOffice's 28 February, has DAY 29.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from openpyxl.formula.tokenizer import Token, Tokenizer
+from openpyxl.worksheet.formula import ArrayFormula
+
+from regrade.workbook.sheets import formula_text, load_formula_book, mentions
+from regrade.workbook.structured import structured_rewrites
+
+MAX_FORMULA_LENGTH = 8192  # Excel's limit; nested MODs grow threefold a level, nested DAYs fivefold
+Rewrite = tuple[str, int, int, str, str | None]  # sheet, row, column, formula, array formula range
+
+
+def libreoffice_rewrites(path: Path) -> list[Rewrite]:
+    """What LibreOffice computes instead of the file's formulas: structured references as
+    ranges (:mod:`regrade.workbook.structured`; in plain formulas, as LibreOffice reads them in array
+    formulas itself, unless the array formula is rewritten anyway), MOD with Excel's
+    precision and DAY, MONTH and YEAR with Excel's calendar."""
+    rewrites = {(sheet, row, column): (formula, None) for (sheet, row, column), formula in structured_rewrites(path).items()}
+    resolved: dict | None = None  # with array formulas: read only if needed
+    for sheet, row, column, formula, area in semantic_rewrites(path):
+        key = (sheet, row, column)
+        if key in rewrites:
+            formula = with_excel_semantics(rewrites[key][0])
+        elif area is not None and "[" in formula:
+            if resolved is None:
+                resolved = structured_rewrites(path, array_formulas=True)
+            if key in resolved:
+                formula = with_excel_semantics(resolved[key])
+        rewrites[key] = (formula, area)
+    return [(sheet, row, column, formula, area) for (sheet, row, column), (formula, area) in rewrites.items()]
+
+
+def semantic_rewrites(path: Path) -> list[Rewrite]:
+    """Every formula calling MOD, DAY, MONTH or YEAR, rewritten with Excel's semantics
+    (:func:`with_excel_semantics`); array formulas with their range. None when the file
+    holds no such call; never raises (a file openpyxl cannot read gets none)."""
+    if not mentions(path, tuple(name.encode() for name in _REWRITTEN)):
+        return []
+    try:
+        book = load_formula_book(path)
+    except Exception:
+        return []
+    found: list[Rewrite] = []
+    for sheet in book.worksheets:
+        for row in sheet.iter_rows():
+            for cell in row:
+                formula = formula_text(cell.value)
+                if formula is None or not any(name in formula.upper() for name in _REWRITTEN):
+                    continue
+                rewritten = with_excel_semantics(formula)
+                if rewritten != formula and len(rewritten) <= MAX_FORMULA_LENGTH:
+                    area = cell.value.ref if isinstance(cell.value, ArrayFormula) else None
+                    found.append((sheet.title, cell.row, cell.column, rewritten, area))
+    return found
+
+
+_DATE_PARTS = {"DAY(": "-({0}>=0)*({0}<1)*30+({0}>=60)*({0}<61)", "MONTH(": "-({0}>=0)*({0}<1)*11", "YEAR(": "+({0}>=0)*({0}<1)"}
+_REWRITTEN = ("MOD(", *_DATE_PARTS)
+
+
+def _excel_call(opening: str, args: list[str]) -> str | None:
+    """Excel's semantics of a MOD, DAY, MONTH or YEAR call in LibreOffice's terms; None for
+    another function, "" for a call of the wrong shape."""
+    name = opening.upper().removeprefix("_XLFN.")
+    if name == "MOD(":
+        if len(args) != 2:
+            return ""
+        a, b = (arg.strip() for arg in args)
+        return f"ROUND(MOD({a},{b}),14-INT(LOG10(ABS({a})+(({a})=0))))"
+    if name in _DATE_PARTS:
+        if len(args) != 1:
+            return ""
+        x = f"({args[0].strip()})"
+        return f"{name}{x}+({x}>=1)*({x}<60)){_DATE_PARTS[name].format(x)}"
+    return None
+
+
+def with_excel_semantics(formula: str) -> str:
+    """``formula`` with each MOD(a, b) rounded as Excel rounds it and DAY, MONTH and YEAR
+    reading serials as Excel does (see the module's doc); unchanged when the tokenizer
+    cannot split it or such a call has the wrong number of arguments."""
+    try:
+        tokens = Tokenizer(formula).items
+    except Exception:
+        return formula
+    frames: list[tuple[bool, str, list[str]]] = [(False, "", [""])]  # a function?, opening text, argument texts
+    for token in tokens:
+        if token.subtype == Token.OPEN and token.type in (Token.FUNC, Token.PAREN, Token.ARRAY):
+            frames.append((token.type == Token.FUNC, token.value, [""]))
+            continue
+        if token.subtype == Token.CLOSE and len(frames) > 1:
+            is_function, opening, args = frames.pop()
+            text = _excel_call(opening, args) if is_function else None
+            if text == "":
+                return formula
+            if text is None:
+                text = opening + ",".join(args) + token.value
+        elif token.type == Token.SEP and token.subtype == Token.ARG and frames[-1][1].endswith("("):
+            frames[-1][2].append("")
+            continue
+        else:
+            text = token.value
+        frames[-1][2][-1] += text
+    return "=" + frames[0][2][0] if len(frames) == 1 else formula

@@ -1,0 +1,130 @@
+"""SUBTOTAL's subtleties, and AGGREGATE over references, for the engines that miss them.
+
+Every SUBTOTAL skips the rows a filter hides; ``SUBTOTAL(101..111, ...)`` also skips rows
+hidden by hand; and no SUBTOTAL counts a cell that is itself a SUBTOTAL or AGGREGATE.
+gnumeric answers ``#NUM!`` for 101-111; pycel compiles SUBTOTAL to the plain function,
+counting hidden rows and nested subtotals alike; IronCalc and gnumeric count filtered rows
+in 1-11; formulas lacks SUBTOTAL, and gnumeric, formulas and pycel lack AGGREGATE. Such an
+engine asks here whether a graded cell's value depends on what it misses. If the cell is
+itself one call over references (``=SUBTOTAL(n, ref, ...)``, ``=AGGREGATE(f, option,
+ref, ...)``), regrade computes it from the engine's values of those cells
+(:func:`computed_total`, with :mod:`regrade.engines.functions.aggregate`); otherwise the engine
+abstains: never a wrong value. The array form, ``AGGREGATE(14, 6, range/(condition), k)``,
+needs the engine to compute the array: only IronCalc's bridge does that.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from typing import Callable
+
+from openpyxl.formula.tokenizer import Token, Tokenizer
+from openpyxl.utils.datetime import to_excel
+
+from regrade.values import CannotEvaluate
+from regrade.workbook.cones import Area, Cell, FormulaGraph
+from regrade.engines.functions.aggregate import Item, aggregate
+from regrade.workbook.sheets import HiddenRows
+
+SKIPPING_HIDDEN = re.compile(r"(?<![A-Za-z0-9_.])SUBTOTAL\(\s*1(?:0[1-9]|1[01])\s*[,)]", re.IGNORECASE)
+_CALLS_SUBTOTAL = re.compile(r"(?<![A-Za-z0-9_.])SUBTOTAL\(", re.IGNORECASE)
+_CALLS_NESTABLE = re.compile(r"(?<![A-Za-z0-9_.])(?:_xlfn\.)?(?:SUBTOTAL|AGGREGATE)\(", re.IGNORECASE)
+_NESTABLE = frozenset({"SUBTOTAL", "AGGREGATE"})
+_NUMBERS = frozenset((*range(1, 12), *range(101, 112)))  # SUBTOTAL's
+
+# An engine's values of an area: rows from area.min_row, cells from area.min_col (an area
+# reaching the grid's edge may stop at the sheet's last used row or column).
+ReadArea = Callable[[Area], list[list[object]]]
+
+
+def skips_hidden_rows(graph: FormulaGraph, cell: Cell) -> bool:
+    """Whether the cone of ``cell`` calls SUBTOTAL 101-111."""
+    return any(SKIPPING_HIDDEN.search(text) for text in graph.formulas_in_cone([cell]))
+
+
+def meets_a_filter(graph: FormulaGraph, cell: Cell) -> bool:
+    """Whether the cone of ``cell`` calls SUBTOTAL in a workbook where a filter hides rows."""
+    if not any(rows.filtered for rows in graph.hidden_rows.values()):
+        return False
+    return any(_CALLS_SUBTOTAL.search(text) for text in graph.formulas_in_cone([cell]))
+
+
+def counts_nested_subtotals(graph: FormulaGraph, cell: Cell) -> bool:
+    """Whether some SUBTOTAL in the cone of ``cell`` reads, directly or through other
+    formulas, a cell that calls SUBTOTAL or AGGREGATE (an over-estimate: Excel skips only
+    the ones inside its ranges)."""
+    calling = [c for c in graph.cells_in_cone([cell]) if _CALLS_SUBTOTAL.search(graph.formulas[c])]
+    return any(graph.reads_a_call(c, _NESTABLE) for c in calling)
+
+
+def computed_total(graph: FormulaGraph, cell: Cell, read: ReadArea) -> object | None:
+    """Excel's value of ``cell`` when its formula is a direct call over references:
+    ``=SUBTOTAL(n, ref, ...)``, ``=AGGREGATE(f, option, ref, ...)`` (f 1-13) or
+    ``=AGGREGATE(f, option, ref, k)`` (f 14-19), every number written out and no counted
+    cell depending on a SUBTOTAL, computed from the engine's values of the references.
+    None otherwise, or when the engine could not read one of them (the caller abstains).
+    A number, not a date: the caller formats it."""
+    call = _direct_call(graph.formulas.get(cell, ""))
+    if call is None:
+        return None
+    function, numbers = call
+    found = graph.precedents(cell)
+    if found.open or found.external or found.functions != {function}:
+        return None
+    subtotal = function == "SUBTOTAL"
+    items: list[Item] = []
+    computed: list[Cell] = []  # counted formula cells: the engine's values of them must not involve SUBTOTAL
+    for area in found.areas:
+        rows = graph.hidden_rows.get(area.sheet, HiddenRows())
+        # SUBTOTAL 1-11 skip only filtered rows; AGGREGATE's options say whether hidden rows count
+        skipped = rows.filtered if subtotal and numbers[0] < 100 else rows.hidden | rows.filtered
+        for offset, values in enumerate(read(area)):
+            row = area.min_row + offset
+            for shift, value in enumerate(values):
+                counted = (area.sheet, row, area.min_col + shift)
+                formula = graph.formulas.get(counted)
+                nested = formula is not None and bool(_CALLS_NESTABLE.search(formula))
+                if formula is not None and not nested:
+                    computed.append(counted)
+                if isinstance(value, CannotEvaluate):
+                    return None
+                if isinstance(value, (datetime.datetime, datetime.date, datetime.time, datetime.timedelta)):
+                    value = to_excel(value)  # an engine's reading of a date-formatted number
+                items.append(Item(value, hidden=row in skipped, nested=nested))
+    if computed and any(_CALLS_SUBTOTAL.search(text) for text in graph.formulas_in_cone(computed)):
+        return None
+    if subtotal:  # option 1: skip nested subtotals and the rows marked hidden (those this SUBTOTAL skips)
+        return aggregate(int(numbers[0]) % 100, 1, items)
+    return aggregate(int(numbers[0]), int(numbers[1]), items, numbers[2] if len(numbers) > 2 else None)
+
+
+def is_direct_total(formula: str) -> bool:
+    """Whether :func:`computed_total` may compute a cell holding ``formula``."""
+    return _direct_call(formula) is not None
+
+
+def _direct_call(formula: str) -> tuple[str, list[float]] | None:
+    """("SUBTOTAL" or "AGGREGATE", its numbers) of a formula that is one such call whose
+    arguments are each a number or a reference, in the order the function takes them."""
+    if not _CALLS_NESTABLE.search(formula):
+        return None
+    try:
+        tokens = [t for t in Tokenizer(formula).items if t.type != Token.WSPACE]
+    except Exception:
+        return None
+    if len(tokens) < 5 or tokens[0].subtype != Token.OPEN or tokens[-1].value != ")":
+        return None
+    function = tokens[0].value[:-1].upper().removeprefix("_XLFN.")
+    args, separators = tokens[1:-1:2], tokens[2:-1:2]
+    if any(t.subtype != Token.ARG for t in separators) or any(t.subtype not in (Token.NUMBER, Token.RANGE) for t in args):
+        return None
+    kinds = "".join("n" if t.subtype == Token.NUMBER else "r" for t in args)
+    numbers = [float(t.value) for t in args if t.subtype == Token.NUMBER]
+    if function == "SUBTOTAL" and re.fullmatch("nr+", kinds) and numbers[0] in _NUMBERS:
+        return function, numbers
+    if function == "AGGREGATE" and 0 <= numbers[1] <= 7 and numbers[1].is_integer() and (
+            (re.fullmatch("nnr+", kinds) and numbers[0] in range(1, 14))
+            or (kinds == "nnrn" and numbers[0] in range(14, 20))):
+        return function, numbers
+    return None

@@ -1,0 +1,262 @@
+"""Cells no engine can recompute as the Excel that saved the file did; every engine abstains on them.
+
+- A value that comes from another workbook (an external link, ``[1]Data!A1``): the
+  other workbook is not there.
+- A value computed by a formula that reads a date typed as text, with its day and month
+  in numbers (``"01/09/2020 15:02:40"``, ``"PAID ON 16.02.24"``), and may turn it into a
+  number (arithmetic, ``VALUE``, ``INT``, a date function): Excel reads such text by the
+  locale of the machine it runs on (day first in much of the world), which the file does
+  not record; every engine here reads it the American way, month first (SpreadsheetBench
+  59643, 30709 and 33157 were saved by a day-first Excel). A formula that only compares or
+  matches the text (``MATCH(TEXT(d, "dd-mm-yyyy"), headers, 0)``) reads it the same
+  everywhere, as do year-first dates (``2024-02-16``).
+- A value computed by a plain formula (not an array formula) whose ``MATCH`` looks up an
+  array computed from ranges (``MATCH(k, A1:A9&B1:B9, 0)``): Excel evaluates a formula
+  saved plain as a legacy one, meeting such ranges by implicit intersection (SpreadsheetBench
+  39931 caches ``#VALUE!``); every engine here computes the whole array (23.56 there). The
+  same formula saved as an array formula is computed. A function around the ranges
+  (``MATCH(TRUE, INDEX(A1:Z1<>0,), 0)``) computes the array in Excel too.
+- A value computed by an approximate ``XLOOKUP`` or ``XMATCH`` (match_mode 1 or -1) over a
+  lookup array that holds empty cells: Excel ranks the empty elements apart from the numbers
+  (SpreadsheetBench 57448: the next larger value after 0.5 in a row whose numbers are all
+  smaller is the first empty cell, where every engine here finds none). Excel's rule is not
+  documented, so no engine is trusted with it.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from openpyxl.formula.tokenizer import Token, Tokenizer
+
+from regrade.values import CannotEvaluate, WorkbookValues
+from regrade.workbook.calls import QUOTED, calls
+from regrade.workbook.cones import Area, FormulaGraph, load_graph, plain_area
+from regrade.workbook.sheets import MAX_SHEET_BYTES, resolve_sheet
+
+# Day and month in one or two digits, then the year, separated by / . or -, and no digit around
+_NUMBERS_DATE = re.compile(r"(?<![\d.])(\d{1,2})([/.\-])(\d{1,2})\2(\d{4}|\d{2})(?!\d)")
+MAX_CELLS_READ = 2_000_000  # constants read per workbook in search of text dates
+# What may turn a text into a number: arithmetic, or a function that reads a number or a date
+_COERCION = re.compile(
+    r"[-+*/^]|\b(?:VALUE|DATEVALUE|TIMEVALUE|INT|N|YEAR|MONTH|DAY|HOUR|MINUTE|SECOND|WEEKDAY|WEEKNUM|EOMONTH|EDATE"
+    r"|DATEDIF|DAYS|NETWORKDAYS|WORKDAY|YEARFRAC|ROUND|ROUNDUP|ROUNDDOWN)\(",
+    re.IGNORECASE,
+)
+# What takes a date out of a longer text ("PAID ON 16.02.24--96072")
+_EXTRACTION = re.compile(r"\b(?:MID|LEFT|RIGHT|SUBSTITUTE|REPLACE|TEXTBEFORE|TEXTAFTER|TEXTSPLIT|FILTERXML)\(", re.IGNORECASE)
+# A multi-cell range (A1:B9, A:B, 3:5), an operator, a function call: for the lookup-array check
+_MULTI_CELL = re.compile(r"\$?[A-Za-z]{1,3}\$?\d+:\$?[A-Za-z]{1,3}\$?\d+|\$?[A-Za-z]{1,3}:\$?[A-Za-z]{1,3}\b|\$?\d+:\$?\d+")
+_OPERATOR = re.compile(r"[&*+/=<>^-]")
+_CALL = re.compile(r"[A-Za-z_][\w.]*\(")
+# In a sheet's XML: the text of a plain (not array) formula calling MATCH; an XLOOKUP or XMATCH call
+_PLAIN_MATCH = re.compile(rb"<f(?![^>]*\bt=\"array\")[^>]*>([^<]*MATCH\([^<]*)</f>", re.IGNORECASE)
+_APPROXIMATE_CALL = re.compile(rb"X(?:LOOKUP|MATCH)\(", re.IGNORECASE)
+_TIME = r"(?:\s+\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:\s*[AaPp][Mm])?)?"
+
+
+def abstain_where_no_engine_can(path: Path, values: WorkbookValues) -> WorkbookValues:
+    """The engine's values, with the cells described above turned into abstentions."""
+    if values.failure is not None or not values.cells:
+        return values
+    look = _quick_look(path)
+    if not (look.external or look.text_dates or look.intersected or look.approximate):
+        return values
+    graph = load_graph(path)
+    if graph is None:
+        return values
+    dated = _TextDates(graph) if look.text_dates else None
+    intersected = _Intersected(graph) if look.intersected else None
+    over_empty = _ApproximateOverEmpty(graph) if look.approximate else None
+    for ref in list(values.cells):
+        sheet = resolve_sheet(ref.sheet, graph.sheets)
+        if sheet is None:
+            continue
+        cell = (sheet, ref.row, ref.column)
+        if look.external and graph.cone([cell]).external:
+            values.cells[ref] = CannotEvaluate("external-link", "the value comes from another workbook (an external link)")
+            continue
+        cone = graph.cells_in_cone([cell])  # one walk for the three checks below
+        if dated is not None and dated.read_by(cone):
+            values.cells[ref] = CannotEvaluate(
+                "locale-date", "the value turns a date typed as text (01/09/2020) into a number, which Excel does "
+                               "by its locale, day or month first; the file does not record it")
+        elif intersected is not None and intersected.read_by(cone):
+            values.cells[ref] = CannotEvaluate(
+                "implicit-intersection", "a plain (not array) formula looks up an array computed from ranges "
+                                         "(MATCH(k, A1:A9&B1:B9, 0)): Excel meets those ranges by implicit "
+                                         "intersection, which no engine here does; as an array formula it is computed")
+        elif over_empty is not None and (function := over_empty.read_by(cone)):
+            values.cells[ref] = CannotEvaluate(
+                "unsupported-function", f"{function} with match_mode 1 or -1 over a lookup array that holds empty "
+                                        "cells: Excel ranks empty elements apart from numbers, by a rule no engine "
+                                        "here follows")
+    return values
+
+
+def intersects_implicitly(formula: str) -> bool:
+    """Whether ``formula``, saved plain, has MATCH or XMATCH look up an array computed from
+    multi-cell ranges by an operator, with no function around them (see the module's doc)."""
+    for call in calls(formula):
+        if call.name in ("MATCH", "XMATCH") and len(call.args) > 1:
+            lookup_array = QUOTED.sub('""', call.args[1])
+            if _MULTI_CELL.search(lookup_array) and _OPERATOR.search(lookup_array) and not _CALL.search(lookup_array):
+                return True
+    return False
+
+
+class _Intersected:
+    """The plain formulas of a workbook whose lookup array Excel meets by implicit intersection."""
+
+    def __init__(self, graph: FormulaGraph):
+        self.graph = graph
+        self.found: dict[tuple[str, int, int], bool] = {}
+
+    def read_by(self, cone: list[tuple[str, int, int]]) -> bool:
+        """Whether such a formula is among the formula cells of a cone."""
+        return any(self._intersects(c) for c in cone)
+
+    def _intersects(self, cell: tuple[str, int, int]) -> bool:
+        if cell not in self.found:
+            sheet, row, column = cell
+            value = self.graph.book[sheet].cell(row, column).value  # an array formula is no str
+            self.found[cell] = isinstance(value, str) and intersects_implicitly(value)
+        return self.found[cell]
+
+
+def text_date(text: str) -> bool:
+    """Whether the text holds a date with day and month in numbers (one of them 12 or less)."""
+    for match in _NUMBERS_DATE.finditer(text):
+        first, second = int(match.group(1)), int(match.group(3))
+        if 1 <= min(first, second) <= 12 and max(first, second) <= 31:
+            return True
+    return False
+
+
+def whole_text_date(text: str) -> bool:
+    """Whether the whole text is such a date, with a time of day or not ("01/09/2020 15:02:40")."""
+    match = _NUMBERS_DATE.search(text)
+    return match is not None and text_date(text) and re.fullmatch(r"\s*" + re.escape(match.group(0)) + _TIME + r"\s*", text) is not None
+
+
+class _TextDates:
+    """The text constants that hold a date with day and month in numbers, found area by area."""
+
+    def __init__(self, graph: FormulaGraph):
+        self.graph = graph
+        self.found: dict[tuple[Area, bool], str | None] = {}
+        self.budget = MAX_CELLS_READ
+
+    def read_by(self, cone: list[tuple[str, int, int]]) -> str | None:
+        """An example of such a text a formula cell of a cone reads and may turn into a number, or None."""
+        for formula_cell in cone:
+            code = QUOTED.sub("", self.graph.formulas[formula_cell])
+            if not _COERCION.search(code):
+                continue
+            whole = _EXTRACTION.search(code) is None  # without one, only a text that is a date whole is read as one
+            for area in self.graph.precedents(formula_cell).areas:
+                if (area, whole) not in self.found:
+                    self.found[(area, whole)] = self._search(area, whole_text_date if whole else text_date)
+                if self.found[(area, whole)] is not None:
+                    return self.found[(area, whole)]
+        return None
+
+    def _search(self, area: Area, is_date: Callable[[str], bool]) -> str | None:
+        cells, rows = self.graph.stored(area)
+        if cells > self.budget:
+            return None  # too large to read: left to the engine
+        self.budget -= cells
+        for row in rows:
+            for value in row:
+                if isinstance(value, str) and not value.startswith("=") and is_date(value):
+                    return value
+        return None
+
+
+@dataclass
+class _Look:
+    """What a quick look at the file's parts finds possible, before the formula graph is read."""
+
+    external: bool = False  # an external link part
+    text_dates: bool = False  # a shared (or inline) string holding a date with day and month in numbers
+    intersected: bool = False  # a plain formula whose MATCH Excel intersects implicitly
+    approximate: bool = False  # an XLOOKUP or XMATCH call
+
+
+def _quick_look(path: Path) -> _Look:
+    """One pass over the archive: the part names, the shared strings, each sheet once. Never raises."""
+    look = _Look()
+    try:
+        with zipfile.ZipFile(path) as archive:
+            for info in archive.infolist():
+                name = info.filename
+                look.external |= name.startswith("xl/externalLinks/")
+                if info.file_size > MAX_SHEET_BYTES:
+                    continue
+                if name == "xl/sharedStrings.xml" and not look.text_dates:
+                    look.text_dates = text_date(archive.read(info).decode("utf-8", "replace"))
+                elif name.startswith("xl/worksheets/") and name.endswith(".xml"):
+                    sheet = archive.read(info)
+                    look.approximate |= _APPROXIMATE_CALL.search(sheet) is not None
+                    look.intersected = look.intersected or any(intersects_implicitly(text) for text in {
+                        html.unescape(m.group(1).decode("utf-8", "replace")) for m in _PLAIN_MATCH.finditer(sheet)})
+                    if not look.text_dates and b"inlineStr" in sheet:
+                        look.text_dates = text_date(sheet.decode("utf-8", "replace"))
+    except MemoryError:
+        raise
+    except Exception:  # a broken archive: the engines report it
+        pass
+    return look
+
+
+class _ApproximateOverEmpty:
+    """Approximate XLOOKUP and XMATCH calls over lookup arrays that hold empty cells."""
+
+    def __init__(self, graph: FormulaGraph):
+        self.graph = graph
+        self.empty: dict[Area, bool] = {}
+        self.found: dict[tuple[str, int, int], str | None] = {}
+        self.budget = MAX_CELLS_READ
+
+    def read_by(self, cone: list[tuple[str, int, int]]) -> str | None:
+        """The function of such a call among the formula cells of a cone, or None."""
+        for cell in cone:
+            if cell not in self.found:
+                self.found[cell] = self._call_in(cell)
+            if self.found[cell] is not None:
+                return self.found[cell]
+        return None
+
+    def _call_in(self, cell: tuple[str, int, int]) -> str | None:
+        for call in calls(self.graph.formulas[cell]):
+            mode = {"XLOOKUP": 4, "XMATCH": 2}.get(call.name)
+            if mode is not None and len(call.args) > mode and call.args[mode] in ("1", "-1", "+1"):
+                if any(self._holds_empty(area) for area in self._areas(call.args[1], cell[0])):
+                    return call.name
+        return None
+
+    def _areas(self, text: str, home: str) -> list[Area]:
+        try:
+            tokens = Tokenizer("=" + text).items
+        except Exception:
+            return []
+        found = (plain_area(t.value, home, self.graph.sheets) for t in tokens
+                 if t.type == Token.OPERAND and t.subtype == Token.RANGE)
+        return [a for a in found if a is not None and (a.min_row, a.min_col) != (a.max_row, a.max_col)]
+
+    def _holds_empty(self, area: Area) -> bool:
+        if area not in self.empty:
+            cells, rows = self.graph.stored(area)
+            self.budget -= cells
+            if cells < (area.max_row - area.min_row + 1) * (area.max_col - area.min_col + 1):
+                self.empty[area] = True  # the area reaches past the sheet's last cell
+            elif self.budget < 0:
+                self.empty[area] = False  # too large to read: left to the engine
+            else:
+                self.empty[area] = any(value is None or value == "" for row in rows for value in row)
+        return self.empty[area]

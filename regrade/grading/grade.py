@@ -1,0 +1,339 @@
+"""Grading one case: the golden's values against one engine's view of the output.
+
+A :class:`Grade` says whether the output passes under a policy with one engine's
+values: ``passed`` is True, False, or None when the engine abstained on a graded
+cell or could not evaluate the workbook (never a fail in disguise).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Collection, Iterator
+
+import openpyxl
+from openpyxl.utils.cell import range_boundaries
+
+from regrade.engines.base import Engine
+from regrade.values import EXCEL_ERROR_CODES, CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookValues
+from regrade.engines.cached import read_cells
+from regrade.workbook.cones import VOLATILE_FUNCTIONS, FormulaGraph
+from regrade.engines.readings import number_value
+from regrade.workbook.screening import HOSTILE_REASONS, screen
+from regrade.workbook.sheets import array_formula_ranges, formula_cells, formula_text, load_formula_book, resolve_sheet
+from regrade.grading.policies import Policy, SheetExtent, TargetError
+from regrade.runs.cases import Case
+
+# A workbook failure that is the output's own fault: the grade is a genuine fail.
+OUTPUT_FAULTS = frozenset({"missing-file", *HOSTILE_REASONS})  # the output itself is broken: a fail
+LIMIT_FAULTS = frozenset({"timeout", "memory-limit", "crashed"})  # an engine hit a limit or died: nothing is known
+
+
+def output_fault(reason: str) -> str:
+    """The case-level reason for a workbook failure: an engine's missing file is the run's missing output."""
+    return "missing-output" if reason == "missing-file" else reason
+
+
+@dataclass(frozen=True)
+class CellOutcome:
+    """One graded cell that did not simply match: a mismatch or an abstention."""
+
+    ref: CellRef
+    golden: CellResult
+    value: CellResult
+    formula: str | None
+
+    @property
+    def abstained(self) -> bool:
+        return isinstance(self.value, CannotEvaluate)
+
+
+@dataclass
+class Grade:
+    engine: str
+    passed: bool | None
+    reason: str | None = None
+    message: str = ""
+    cells: list[CellOutcome] = field(default_factory=list)
+    formulas: dict[CellRef, str] = field(default_factory=dict)
+    values: dict[CellRef, CellResult] = field(default_factory=dict)
+
+
+@dataclass
+class Golden:
+    """The golden workbook's sheets and cached values (Excel's own results).
+
+    Values are read on demand, streaming only the rows that hold the cells asked for
+    (:meth:`read`); a sheet's size is measured (a full load) only when a position asks
+    for a whole column or row.
+    """
+
+    path: Path
+    sheet_names: list[str]
+    _cells: dict[CellRef, tuple[object, str]] = field(default_factory=dict)  # value, number format
+    _sizes: dict[str, tuple[int, int]] | None = None
+    _formula_book: openpyxl.Workbook | None = None
+    _graph: FormulaGraph | None = None
+    _formula_cells: dict[str, set[tuple[int, int]]] | None = None
+
+    @property
+    def extents(self) -> list[SheetExtent]:
+        return [_GoldenSheet(self, name) for name in self.sheet_names]
+
+    def targets(self, policy: Policy, position: str, answer_sheet: str | None) -> list[CellRef]:
+        """The cells ``position`` grades under ``policy``, their golden values read (TargetError, GoldenError)."""
+        targets = policy.targets(position, answer_sheet, self.extents)
+        self.read(targets)
+        return targets
+
+    def read(self, refs: Collection[CellRef]) -> None:
+        """Read the values of those of ``refs`` not read yet (GoldenError if the file breaks)."""
+        missing = [ref for ref in refs if ref not in self._cells and ref.sheet in self.sheet_names]
+        if not missing:
+            return
+        with _reading(self.path):
+            self._cells.update(read_cells(self.path, missing, data_only=True)[1])
+
+    def size(self, sheet: str) -> tuple[int, int]:
+        """The sheet's last row and column as openpyxl's full load counts them."""
+        if self._sizes is None:
+            with _reading(self.path):
+                book = openpyxl.load_workbook(self.path, data_only=True)
+            self._sizes = {ws.title: (ws.max_row, ws.max_column) for ws in book.worksheets}
+        return self._sizes[sheet]
+
+    def value(self, ref: CellRef) -> CellResult:
+        if ref not in self._cells:
+            self.read([ref])
+        value = self._cells.get(ref, (None, "General"))[0]
+        if isinstance(value, str) and value in EXCEL_ERROR_CODES:
+            return ExcelError(value)
+        return value
+
+    def number_format(self, ref: CellRef) -> str:
+        if ref not in self._cells:
+            self.read([ref])
+        return self._cells.get(ref, (None, "General"))[1]
+
+    def formula(self, ref: CellRef) -> str | None:
+        """The golden cell's formula, or None (the formulas are read on first use)."""
+        return formula_text(self._formulas()[ref.sheet].cell(ref.row, ref.column).value)
+
+    def volatile_calls(self, ref: CellRef) -> set[str]:
+        """The volatile functions (TODAY, RAND ...) the cell's value may depend on."""
+        return self._formula_graph().calls_in_cone([ref], VOLATILE_FUNCTIONS)
+
+    def problem(self, targets: list[CellRef]) -> str | None:
+        """Why the golden cannot judge these cells, or None.
+
+        Its graded formulas hold no cached value at all (a file openpyxl wrote, never
+        opened in Excel), or one depends on a volatile function, whose saved value is
+        of the moment the golden was saved.
+        """
+        formulas = [t for t in targets if t.sheet in self.sheet_names and self.is_formula(t)]
+        if not formulas:
+            return None
+        if all(self.value(t) is None for t in formulas):
+            return f"the golden's answer formulas ({len(formulas)}) have no cached values: it was never computed"
+        volatile, _ = self.unrepeatable(formulas)
+        if volatile:
+            calls = ", ".join(sorted(self.volatile_calls(volatile[0])))
+            return f"the golden's {volatile[0]} depends on {calls}(): its value is of the day it was saved"
+        return None
+
+    def functions_in_cone(self, refs: list[CellRef]) -> set[str]:
+        """The functions the cells' values may depend on."""
+        return self._formula_graph().cone(refs).functions
+
+    def inputs(self, ref: CellRef) -> tuple | None:
+        """Everything the cell's value is computed from (FormulaGraph.inputs), or None."""
+        return self._formula_graph().inputs(ref)
+
+    def reads_other_workbooks(self, ref: CellRef) -> bool:
+        """Whether the cell's value depends on an external link (``[1]Data!A1``)."""
+        return self._formula_graph().cone([ref]).external
+
+    def unrepeatable(self, refs: list[CellRef]) -> tuple[list[CellRef], list[CellRef]]:
+        """The cells among ``refs`` whose cone is volatile, and those that read other workbooks.
+
+        One walk of the cells' joint cone settles the usual case (neither) at once."""
+        graph = self._formula_graph()
+        joint = graph.cone(refs)
+        if not joint.external and not (VOLATILE_FUNCTIONS & (graph.all_functions() if joint.open else joint.functions)):
+            return [], []
+        volatile = [r for r in refs if self.volatile_calls(r)]
+        external = [r for r in refs if r not in volatile and self.reads_other_workbooks(r)]
+        return volatile, external
+
+    def _formula_graph(self) -> FormulaGraph:
+        if self._graph is None:
+            self._graph = FormulaGraph(self._formulas())
+        return self._graph
+
+    def _formulas(self) -> openpyxl.Workbook:
+        if self._formula_book is None:
+            self._formula_book = load_formula_book(self.path)
+        return self._formula_book
+
+    def is_formula(self, ref: CellRef) -> bool:
+        if self._formula_cells is None:
+            self._formula_cells = formula_cells(self.path) or {}
+        if self._formula_cells:  # the quick scan of the sheet XML answered
+            return (ref.row, ref.column) in self._formula_cells.get(ref.sheet, ())
+        return self.formula(ref) is not None
+
+
+class GoldenError(Exception):
+    """The golden workbook cannot be read."""
+
+
+def load_golden(path: Path) -> Golden:
+    """The golden workbook; the last few are kept, as every condition of a task reads the same one."""
+    if (failure := screen(path).failure) is not None:
+        raise GoldenError(f"golden file {path}: {failure.reason}: {failure.detail}")
+    stat = path.stat()
+    return _load_golden(path.resolve(), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=4)
+def _load_golden(path: Path, mtime_ns: int, size: int) -> Golden:
+    with _reading(path):
+        book = openpyxl.load_workbook(path, data_only=True, read_only=True)
+        names = list(book.sheetnames)
+        book.close()
+    return Golden(path, names)
+
+
+@contextlib.contextmanager
+def _reading(path: Path) -> Iterator[None]:
+    """openpyxl reading the golden: its warnings silenced, any error it raises on a broken file
+    a GoldenError (running out of memory is a limit, not a broken file: it goes on up)."""
+    try:
+        with warnings.catch_warnings():  # openpyxl warns about every extension it drops
+            warnings.simplefilter("ignore")
+            yield
+    except MemoryError:
+        raise
+    except Exception as exc:  # openpyxl raises many kinds on a broken file
+        raise GoldenError(f"golden file {path} cannot be read: {exc}") from exc
+
+
+class _GoldenSheet:
+    """A golden sheet whose size is measured only when a position reads it."""
+
+    def __init__(self, golden: Golden, name: str):
+        self._golden = golden
+        self.name = name
+
+    @property
+    def max_row(self) -> int:
+        return self._golden.size(self.name)[0]
+
+    @property
+    def max_column(self) -> int:
+        return self._golden.size(self.name)[1]
+
+
+def recomputed_view(
+    stored: WorkbookValues, computed: WorkbookValues, spilled: Collection[CellRef] = ()
+) -> WorkbookValues:
+    """The output as a full engine sees it: formula cells, and the cells an array formula
+    covers (``spilled``: openpyxl writes only the anchor), as the engine computed them;
+    every other cell as stored in the file.
+
+    A cell without a formula holds a constant; recomputation cannot change it, and an
+    engine's reading of it is no better than the file's (IronCalc reads a numeric cell
+    stored without a value, ``<c t="n"/>``, as 0 where Excel and openpyxl see it empty).
+    A computed number is a date or time when the file's format for that cell says so.
+    """
+    if computed.failure is not None or stored.failure is not None:
+        return computed
+    cells = dict(computed.cells)
+    for ref, value in stored.cells.items():
+        if ref in cells and ref not in stored.formulas and ref not in computed.formulas and ref not in spilled:
+            cells[ref] = value
+        elif type(cells.get(ref)) is float and ref in stored.number_formats:
+            cells[ref] = number_value(cells[ref], stored.number_formats[ref])  # the file's format decides
+    return WorkbookValues(sheet_names=computed.sheet_names, cells=cells, formulas=computed.formulas)
+
+
+def _uncached_golden(golden: Golden, ref: CellRef, expected: CellResult, actual: CellResult) -> bool:
+    """A golden formula read as empty cannot judge a non-empty computed value: its cache
+    may be missing, or may be Excel's "" (openpyxl reads both as None)."""
+    return expected is None and actual not in (None, "") and golden.is_formula(ref)
+
+
+def grade(
+    policy: Policy, targets: list[CellRef], golden: Golden, engine: str, values: WorkbookValues, recomputed: bool = False
+) -> Grade:
+    """Compare an engine's values of the output with the golden under ``policy``.
+
+    With ``recomputed`` (a full engine's values), a graded cell whose golden is a formula
+    without a cached value abstains (``uncached-golden``) instead of failing.
+    """
+    if values.failure is not None:
+        fault = values.failure.reason in OUTPUT_FAULTS
+        return Grade(engine, False if fault else None, output_fault(values.failure.reason), values.failure.detail)
+    result = Grade(engine, True, formulas=values.formulas, values=values.cells)
+    missing_sheets: set[str] = set()
+    for ref in targets:
+        if ref not in values.cells or (policy.exact_sheet_names and ref.sheet not in values.sheet_names):
+            missing_sheets.add(ref.sheet)
+            continue
+        expected, actual = golden.value(ref), values.cells[ref]
+        if recomputed and not isinstance(actual, CannotEvaluate) and _uncached_golden(golden, ref, expected, actual):
+            actual = CannotEvaluate("uncached-golden", f"the golden's formula at {ref} has no cached value")
+        if isinstance(actual, CannotEvaluate) or not policy.equal(expected, actual):
+            result.cells.append(CellOutcome(ref, expected, actual, values.formulas.get(ref)))
+    mismatches = [c for c in result.cells if not c.abstained]
+    if missing_sheets:
+        near = {name: resolve_sheet(name, values.sheet_names) for name in missing_sheets}
+        result.passed = False
+        if all(near.values()):  # an exact-name policy and a sheet named otherwise ("sheet1" for "Sheet1")
+            result.reason = "wrong-sheet"
+            result.message = "the answer is on " + ", ".join(f"{near[n]!r} (the golden says {n!r})" for n in sorted(near))
+        else:
+            result.reason = "missing-sheet"
+            result.message = f"the output has no sheet {', '.join(sorted(map(repr, missing_sheets)))}"
+    elif mismatches:
+        result.passed, result.reason = False, "wrong-value"
+        result.message = f"{len(mismatches)} of {len(targets)} graded cells differ from the golden"
+    elif result.cells:
+        abstentions = [c.value for c in result.cells if isinstance(c.value, CannotEvaluate)]
+        details = sorted({f"{a.reason}: {a.detail}" for a in abstentions})
+        reasons = [a.reason for a in abstentions]
+        result.passed = None
+        result.reason = "engines-disagree" if "engines-disagree" in reasons else reasons[0]
+        result.message = f"{engine} cannot evaluate {len(abstentions)} graded cells ({'; '.join(details)})"
+    return result
+
+
+def grade_case(case: Case, policy: Policy, engine: Engine, stored: Engine) -> Grade:
+    """One engine's grade of one case; ``stored`` supplies the constants a full engine's
+    view keeps (see :func:`recomputed_view`)."""
+    try:
+        golden = load_golden(case.answer_path)
+        targets = golden.targets(policy, case.answer_position, case.answer_sheet)
+    except GoldenError as exc:
+        return Grade(engine.name, None, "invalid-golden", str(exc))
+    except TargetError as exc:  # the official grader fails such a case whatever the values
+        return Grade(engine.name, False if exc.reason == "official-grader-error" else None, exc.reason, str(exc))
+    values = engine.evaluate(case.output_path, targets)
+    if engine.full:
+        kept = stored.evaluate(case.output_path, targets)
+        values = recomputed_view(kept, values, spilled_cells(case.output_path, kept))
+    return grade(policy, targets, golden, engine.name, values, recomputed=engine.full)
+
+
+def spilled_cells(path: Path, stored: WorkbookValues) -> set[CellRef]:
+    """The cells an array formula of the output covers, other than its anchor."""
+    cells: set[CellRef] = set()
+    for sheet, area in array_formula_ranges(path):
+        if ":" in area and sheet < len(stored.sheet_names):
+            min_col, min_row, max_col, max_row = range_boundaries(area)
+            cells.update(CellRef(stored.sheet_names[sheet], r, c) for r in range(min_row, max_row + 1)
+                         for c in range(min_col, max_col + 1) if (r, c) != (min_row, min_col))
+    return cells

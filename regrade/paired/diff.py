@@ -1,0 +1,81 @@
+"""Shallow against full grading, from a results file: what the value-only grader got wrong.
+
+The summary is the one the Regression Tax study reports: of the value-only
+failures whose answer cells hold formulas, how many were already correct
+(``artifact``), genuinely wrong (``confirmed-fail``), or could not be evaluated;
+with the engine disagreements, the invalid goldens, and the passes that were
+wrong (``false-pass``). Overall and per (stack, benchmark, condition).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Iterable
+
+from regrade.grading.verdicts import ARTIFACT, CONFIRMED_FAIL, ENGINES_DISAGREE, FALSE_PASS, INVALID_GOLDEN, UNEVALUABLE
+
+SUMMARY_COLUMNS = ["stack", "benchmark", "condition", "cases", "failures", "formula_failures", "already_correct",
+                   "genuinely_wrong", "unevaluable", "engines_disagree", "invalid_golden", "false_pass"]
+CELL_COLUMNS = ["stack", "benchmark", "condition", "task_id", "case", "cell", "formula", "shallow", "engines", "golden",
+                "reason"]
+ALL = "(all)"
+
+
+def summary(records: Iterable[dict]) -> list[dict]:
+    """One row per (stack, benchmark, condition), then one for everything."""
+    groups: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
+    everything: list[dict] = []
+    for record in records:
+        groups[(record["stack"], record["benchmark"], record["condition"])].append(record)
+        everything.append(record)
+    rows = [_row(key, group) for key, group in sorted(groups.items())]
+    if len(groups) > 1:
+        rows.append(_row((ALL, ALL, ALL), everything))
+    return rows
+
+
+def _row(key: tuple[str, str, str], records: list[dict]) -> dict:
+    failures = [r for r in records if r.get("shallow_pass") is False]
+    formula_failures = [r for r in failures if any(c.get("formula") for c in r.get("cells", []))]
+    count = lambda verdict: sum(r["verdict"] == verdict for r in formula_failures)  # noqa: E731
+    return {
+        "stack": key[0], "benchmark": key[1], "condition": key[2],
+        "cases": len(records),
+        "failures": len(failures),
+        "formula_failures": len(formula_failures),
+        "already_correct": count(ARTIFACT),
+        "genuinely_wrong": count(CONFIRMED_FAIL),
+        "unevaluable": count(UNEVALUABLE),
+        "engines_disagree": count(ENGINES_DISAGREE),
+        "invalid_golden": count(INVALID_GOLDEN),
+        "false_pass": sum(r["verdict"] == FALSE_PASS for r in records),
+    }
+
+
+def sentence(row: dict) -> str:
+    """The study's sentence for one summary row."""
+    return (f"Of {row['formula_failures']} formula-bearing failures ({row['failures']} failures in {row['cases']} cases), "
+            f"{row['already_correct']} were already correct, {row['genuinely_wrong']} genuinely wrong, "
+            f"{row['unevaluable']} unevaluable, {row['engines_disagree']} split the engines and "
+            f"{row['invalid_golden']} had a golden that cannot judge; {row['false_pass']} passes were wrong.")
+
+
+def differing_cells(records: Iterable[dict]) -> list[dict]:
+    """Every cell on which the shallow and the full grade differ, or both fail, with the reason."""
+    rows = []
+    for record in records:
+        for cell in record.get("cells", []):
+            engines = "; ".join(f"{name}={_text(value)}" for name, value in sorted(cell.get("engines", {}).items()))
+            rows.append({
+                "stack": record["stack"], "benchmark": record["benchmark"], "condition": record["condition"],
+                "task_id": record["task_id"], "case": record["case"], "cell": cell["cell"], "formula": cell.get("formula"),
+                "shallow": _text(cell.get("shallow")), "engines": engines or _text(cell.get("full")),
+                "golden": _text(cell.get("golden")), "reason": cell["reason"],
+            })
+    return rows
+
+
+def _text(value: object) -> object:
+    if isinstance(value, dict) and "cannot_evaluate" in value:
+        return f"(cannot evaluate: {value['cannot_evaluate']})"
+    return value

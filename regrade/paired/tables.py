@@ -1,0 +1,292 @@
+"""Paired tables: each treatment condition against the baseline, task by task, with statistics.
+
+A task passes when every one of its test cases passes (SpreadsheetBench's hard
+restriction; ``unit="case"`` pairs test cases instead). Against the baseline each
+task paired on ``task_id`` is one of:
+
+- gain: baseline fail, treatment pass;    - regression: baseline pass, treatment fail;
+- retained: pass in both;                 - residual: fail in both.
+
+Two gradings are tabled. ``original``: the run's own grade (``original_pass``, or
+``passed`` in an outcomes file) where given, else regrade's shallow (value-only)
+grade. ``regraded``: the full grade where an engine could evaluate the case, else the
+original grade (an unevaluable case is not corrected). A case with no grade at all
+(its golden or position unreadable) counts as a fail, as the official grader counts
+an exception.
+
+Several trials per (condition, task): the pass rate of a condition is the mean of its
+per-trial pass rates (as SkillsBench reports); pairing uses each task's majority over
+its trials, a tie counting as a fail. With two or more baseline trials the noise
+floor is estimated: the share of tasks on which two baseline trials disagree, and the
+gains and regressions that much noise alone would produce (half of n times that share
+each).
+
+Statistics per comparison (:mod:`regrade.paired.stats`): delta = net / n with a Newcombe
+(default) or Wald interval, the exact McNemar p-value, and the p-value adjusted over
+the family of comparisons of the same grading (Bonferroni by default, or Holm).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from dataclasses import asdict, dataclass
+
+from regrade.paired.stats import CORRECTIONS, INTERVALS, adjust, mcnemar_exact, mean_interval, newcombe_interval, wald_interval
+
+GRADINGS = ("original", "regraded")
+UNITS = ("task", "case")
+AGGREGATES = ("hard", "soft")
+
+Group = tuple[str, str, str]  # stack, benchmark, condition
+
+
+class PairingError(ValueError):
+    """Outcomes that cannot be paired."""
+
+
+@dataclass(frozen=True)
+class Comparison:
+    stack: str
+    benchmark: str
+    condition: str
+    baseline: str
+    grading: str
+    n: int
+    pass_rate_baseline: float
+    pass_rate_treatment: float
+    gains: int
+    regressions: int
+    retained: int
+    residual: int
+    unpaired: int
+    delta: float
+    ci_lower: float | None
+    ci_upper: float | None
+    ci_method: str
+    p_value: float
+    p_adjusted: float
+    correction: str
+    family_size: int
+    regression_tax: float | None
+    normalized_gain: float | None
+    trials_baseline: int
+    trials_treatment: int
+    noise_discordance: float | None
+    noise_gains: float | None
+    noise_regressions: float | None
+
+    @property
+    def net(self) -> int:
+        return self.gains - self.regressions
+
+    def as_row(self) -> dict:
+        return {**asdict(self), "net": self.net}
+
+
+@dataclass(frozen=True)
+class Outcomes:
+    """Per unit (task, or task/case) score of one group, per trial: 1 or 0, or with
+    ``soft`` the fraction of the task's test cases that pass."""
+
+    by_trial: dict[int, dict[str, float]]
+    soft: bool = False
+
+    def majority(self) -> dict[str, float]:
+        """Each unit's score over the trials: the majority (a tie is a fail), or with ``soft`` the mean."""
+        units = set().union(*self.by_trial.values())
+        votes = {u: [t[u] for t in self.by_trial.values() if u in t] for u in units}
+        if self.soft:
+            return {u: sum(v) / len(v) for u, v in votes.items()}
+        return {u: 1.0 if sum(v) * 2 > len(v) else 0.0 for u, v in votes.items()}
+
+    def mean_pass_rate(self, units: set[str]) -> float:
+        rates = [sum(t[u] for u in units if u in t) / len([u for u in units if u in t])
+                 for t in self.by_trial.values() if any(u in t for u in units)]
+        return sum(rates) / len(rates) if rates else 0.0
+
+
+def case_grade(record: dict, grading: str) -> bool:
+    original = record.get("original_pass")
+    if original is None:
+        original = record.get("passed")  # an outcomes file from another grader
+    if original is None:
+        original = bool(record.get("shallow_pass"))
+    if grading == "original":
+        return bool(original)
+    full = record.get("full_pass")
+    return bool(original) if full is None else bool(full)
+
+
+def group_outcomes(records: list[dict], grading: str, unit: str = "task", soft: bool = False) -> dict[Group, Outcomes]:
+    """Score per unit and trial, per (stack, benchmark, condition)."""
+    if grading not in GRADINGS:
+        raise PairingError(f"unknown grading {grading!r}; choose one of {GRADINGS}")
+    if unit not in UNITS:
+        raise PairingError(f"unknown unit {unit!r}; choose one of {UNITS}")
+    cases: dict[Group, dict[int, dict[str, list[bool]]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    for record in records:
+        group = (str(record.get("stack", "default")), str(record.get("benchmark", "")), str(record["condition"]))
+        key = str(record["task_id"]) if unit == "task" else f"{record['task_id']}/{record.get('case', 1)}"
+        cases[group][int(record.get("trial") or 1)][key].append(case_grade(record, grading))
+    score = (lambda passes: sum(passes) / len(passes)) if soft else (lambda passes: float(all(passes)))
+    return {group: Outcomes({trial: {u: score(p) for u, p in units.items()} for trial, units in trials.items()}, soft)
+            for group, trials in cases.items()}
+
+
+def paired_table(
+    records: list[dict],
+    baseline: str = "none",
+    ci: str = "newcombe",
+    alpha: float = 0.05,
+    correction: str = "bonferroni",
+    unit: str = "task",
+    aggregate: str = "hard",
+) -> list[Comparison]:
+    """Every (stack, benchmark, condition != baseline) against the baseline, in both gradings.
+
+    ``aggregate="soft"`` scores a task by the fraction of its test cases that pass: a gain
+    (regression) is then a task whose score rose (fell), delta is the mean change of score
+    with a normal interval, and the p-value is the exact sign test on those counts.
+    """
+    if aggregate not in AGGREGATES:
+        raise PairingError(f"unknown aggregate {aggregate!r}; choose one of {AGGREGATES}")
+    soft = aggregate == "soft"
+    if ci not in INTERVALS:
+        raise PairingError(f"unknown interval {ci!r}; choose one of {INTERVALS}")
+    if correction not in CORRECTIONS:
+        raise PairingError(f"unknown correction {correction!r}; choose one of {CORRECTIONS}")
+    if not 0 < alpha < 1:
+        raise PairingError(f"alpha must lie between 0 and 1, not {alpha}")
+    rows: list[Comparison] = []
+    for grading in GRADINGS:
+        outcomes = group_outcomes(records, grading, unit, soft)
+        bases = {(s, b): o for (s, b, c), o in outcomes.items() if c == baseline}
+        if not bases:
+            conditions = sorted({c for (_, _, c) in outcomes})
+            raise PairingError(f"no baseline condition {baseline!r} in the outcomes (conditions: {', '.join(conditions)})")
+        family = [_counts(bases[(s, b)], o) + ((s, b, c),) for (s, b, c), o in sorted(outcomes.items())
+                  if c != baseline and (s, b) in bases]
+        p_values = [mcnemar_exact(f[1]["regressions"], f[1]["gains"]) for f in family]
+        adjusted = adjust(p_values, correction)
+        for (base, counts, (stack, benchmark, condition)), p, p_adj in zip(family, p_values, adjusted):
+            rows.append(_comparison(stack, benchmark, condition, baseline, grading, base, counts, ci, alpha,
+                                    p, p_adj, correction, len(family)))
+    return rows
+
+
+def transition(base: float, treated: float) -> str:
+    """gain, regression, retained or residual, from two task scores (1/0, or fractions)."""
+    if treated > base:
+        return "gain"
+    if treated < base:
+        return "regression"
+    return "retained" if base > 0 else "residual"
+
+
+def _counts(base: Outcomes, treated: Outcomes) -> tuple[Outcomes, dict]:
+    b, t = base.majority(), treated.majority()
+    shared = sorted(set(b) & set(t))
+    kinds = [transition(b[u], t[u]) for u in shared]
+    return base, {
+        "treated": treated,
+        "shared": set(shared),
+        "differences": [t[u] - b[u] for u in shared],
+        "gains": kinds.count("gain"),
+        "regressions": kinds.count("regression"),
+        "retained": kinds.count("retained"),
+        "residual": kinds.count("residual"),
+        "unpaired": len(set(b) ^ set(t)),
+    }
+
+
+def _comparison(stack: str, benchmark: str, condition: str, baseline: str, grading: str, base: Outcomes,
+                counts: dict, ci: str, alpha: float, p: float, p_adjusted: float, correction: str,
+                family_size: int) -> Comparison:
+    shared = counts["shared"]
+    n = len(shared)
+    gains, regressions, retained, residual = (counts[k] for k in ("gains", "regressions", "retained", "residual"))
+    p0 = base.mean_pass_rate(shared)
+    p1 = counts["treated"].mean_pass_rate(shared)
+    lower = upper = None
+    delta = (gains - regressions) / n if n else 0.0
+    if n and base.soft:
+        delta = sum(counts["differences"]) / n
+        lower, upper = mean_interval(counts["differences"], alpha)
+        ci = "normal"
+    elif n:
+        interval = newcombe_interval if ci == "newcombe" else wald_interval
+        lower, upper = interval(retained, regressions, gains, residual, alpha)
+    discordance = _noise_discordance(base, shared)
+    return Comparison(
+        stack=stack, benchmark=benchmark, condition=condition, baseline=baseline, grading=grading, n=n,
+        pass_rate_baseline=p0, pass_rate_treatment=p1,
+        gains=gains, regressions=regressions, retained=retained, residual=residual, unpaired=counts["unpaired"],
+        delta=delta, ci_lower=lower, ci_upper=upper, ci_method=ci,
+        p_value=p, p_adjusted=p_adjusted, correction=correction, family_size=family_size,
+        regression_tax=regressions / gains if gains else None,
+        normalized_gain=(p1 - p0) / (1 - p0) if p0 < 1 else None,
+        trials_baseline=len(base.by_trial), trials_treatment=len(counts["treated"].by_trial),
+        noise_discordance=discordance,
+        noise_gains=None if discordance is None else n * discordance / 2,
+        noise_regressions=None if discordance is None else n * discordance / 2,
+    )
+
+
+def _noise_discordance(base: Outcomes, units: set[str]) -> float | None:
+    """How often two baseline trials disagree on a task (mean over pairs of trials)."""
+    trials = list(base.by_trial.values())
+    if len(trials) < 2:
+        return None
+    shares = []
+    for first, second in itertools.combinations(trials, 2):
+        common = [u for u in units if u in first and u in second]
+        if common:
+            shares.append(sum(first[u] != second[u] for u in common) / len(common))
+    return sum(shares) / len(shares) if shares else None
+
+
+def changed_transitions(records: list[dict], baseline: str = "none", unit: str = "task",
+                        aggregate: str = "hard") -> list[dict]:
+    """Tasks whose transition against the baseline differs between the original and regraded gradings."""
+    soft = aggregate == "soft"
+    before, after = group_outcomes(records, "original", unit, soft), group_outcomes(records, "regraded", unit, soft)
+    changes = []
+    for (stack, benchmark, condition), treated in sorted(before.items()):
+        base = before.get((stack, benchmark, baseline))
+        if condition == baseline or base is None:
+            continue
+        b0, t0 = base.majority(), treated.majority()
+        b1, t1 = after[(stack, benchmark, baseline)].majority(), after[(stack, benchmark, condition)].majority()
+        for task in sorted(set(b0) & set(t0)):
+            was, now = transition(b0[task], t0[task]), transition(b1[task], t1[task])
+            if was != now:
+                changes.append({"stack": stack, "benchmark": benchmark, "condition": condition, "task_id": task,
+                                "original": was, "regraded": now})
+    return changes
+
+
+def aggregate(rows: list[Comparison]) -> dict[str, dict]:
+    """Per grading: total gains, total regressions and the share of gains offset by regressions."""
+    totals: dict[str, dict] = {}
+    for grading in GRADINGS:
+        chosen = [r for r in rows if r.grading == grading]
+        gains, regressions = sum(r.gains for r in chosen), sum(r.regressions for r in chosen)
+        totals[grading] = {"gains": gains, "regressions": regressions,
+                           "share_offset": regressions / gains if gains else None}
+    return totals
+
+
+def count_changes(rows: list[Comparison]) -> list[dict]:
+    """Per comparison, each count regraded minus original."""
+    original = {(r.stack, r.benchmark, r.condition): r for r in rows if r.grading == "original"}
+    changes = []
+    for row in rows:
+        before = original.get((row.stack, row.benchmark, row.condition))
+        if row.grading != "regraded" or before is None:
+            continue
+        changes.append({"stack": row.stack, "benchmark": row.benchmark, "condition": row.condition,
+                        **{k: getattr(row, k) - getattr(before, k) for k in ("gains", "regressions", "retained", "residual")},
+                        "net": row.net - before.net,
+                        "delta": row.delta - before.delta})
+    return changes

@@ -1,0 +1,1 @@
+"""Rendering rows of data for people and for other programs."""

@@ -1,0 +1,174 @@
+"""Results files: JSON Lines, a provenance record first, then one record per case.
+
+A results file is written to a temporary name beside the target and renamed into
+place only when complete, so an interrupted run never leaves a truncated file
+where a complete one was.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Iterable
+
+from regrade.values import CannotEvaluate, CellResult, ExcelError
+from regrade.grading.rescore import CaseResult
+from regrade.runs.cases import Case
+
+
+class ResultsError(Exception):
+    """A results file that cannot be read."""
+
+
+def json_value(value: CellResult | object) -> object:
+    """A cell value as JSON: errors as their code, abstentions as an object, dates as ISO text."""
+    if isinstance(value, ExcelError):
+        return value.code
+    if isinstance(value, CannotEvaluate):
+        return {"cannot_evaluate": value.reason, "detail": value.detail}
+    if isinstance(value, (dt.datetime, dt.date, dt.time)):
+        return value.isoformat()
+    if isinstance(value, dt.timedelta):
+        return value.total_seconds() / 86400
+    if isinstance(value, float) and value != value:
+        return "NaN"
+    return value
+
+
+def case_fields(case: Case) -> dict:
+    """What identifies a case in a results record."""
+    return {
+        "record": "case",
+        "stack": case.stack,
+        "benchmark": case.benchmark,
+        "condition": case.condition,
+        "task_id": case.task_id,
+        "case": case.case,
+        "trial": case.trial,
+        "output_path": str(case.output_path),
+        "answer_path": str(case.answer_path),
+        "original_pass": case.original_pass,
+    }
+
+
+def grading_fields(result: CaseResult) -> dict:
+    """How a case was graded: what the results cache keeps (it depends on content, not on names)."""
+    return {
+        "shallow_pass": result.shallow_pass,
+        "full_pass": result.full_pass,
+        "verdict": result.verdict,
+        "reasons": result.reasons,
+        "message": result.message,
+        "cells": [
+            {
+                "cell": str(c.ref),
+                "formula": c.formula,
+                "golden": json_value(c.golden),
+                "shallow": json_value(c.shallow),
+                "full": json_value(c.full),
+                "reason": c.reason,
+                "engines": {name: json_value(value) for name, value in c.engines.items()},
+            }
+            for c in result.cells
+        ],
+    }
+
+
+def write_jsonl(path: Path, records: Iterable[dict]) -> int:
+    """Write records atomically; returns how many were written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = tempfile.NamedTemporaryFile(
+        "w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.", suffix=".partial", delete=False
+    )
+    count = 0
+    try:
+        os.chmod(handle.name, 0o666 & ~_umask())  # a temporary file is private; the result is not
+        with handle:
+            for record in records:
+                handle.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+                count += 1
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(handle.name, path)
+    except BaseException:
+        Path(handle.name).unlink(missing_ok=True)
+        raise
+    return count
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def read_results(path: Path) -> tuple[dict | None, list[dict]]:
+    """The provenance record (if any) and the case records of a results file."""
+    if not path.is_file():
+        raise ResultsError(f"results file {path} does not exist")
+    provenance, cases = None, []
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ResultsError(f"{path} line {number} is not JSON: {exc}") from exc
+            kind = record.get("record", "case")
+            if kind == "provenance":
+                provenance = record
+            elif kind == "case":
+                cases.append(record)
+    if not cases:
+        raise ResultsError(f"{path} holds no case records")
+    return provenance, cases
+
+
+OUTCOME_COLUMNS = ("stack", "benchmark", "condition", "task_id", "passed")
+
+
+def read_outcomes(path: Path) -> tuple[dict | None, list[dict]]:
+    """Case records of a regrade results file, or per-task outcomes from any grader.
+
+    An outcomes file is CSV or JSON Lines with ``stack, benchmark, condition, task_id,
+    passed`` and optional ``case`` and ``trial``; ``passed`` is true/false, 1/0 or pass/fail.
+    """
+    if not path.is_file():
+        raise ResultsError(f"results file {path} does not exist")
+    if path.suffix.lower() == ".csv":
+        with path.open(encoding="utf-8-sig", newline="") as handle:
+            rows = list(csv.DictReader(handle))
+        return None, _outcome_rows(path, rows)
+    provenance, records = read_results(path)
+    if records and all("verdict" in r for r in records):
+        return provenance, records
+    return provenance, _outcome_rows(path, records)
+
+
+def _outcome_rows(path: Path, rows: list[dict]) -> list[dict]:
+    if not rows:
+        raise ResultsError(f"{path} holds no outcomes")
+    out = []
+    for number, row in enumerate(rows, start=1):
+        missing = [c for c in OUTCOME_COLUMNS if row.get(c) in (None, "")]
+        if missing:
+            raise ResultsError(f"{path} row {number} lacks {', '.join(missing)}")
+        passed = str(row["passed"]).strip().lower()
+        if passed not in ("true", "false", "1", "0", "pass", "fail", "yes", "no"):
+            raise ResultsError(f"{path} row {number}: passed {row['passed']!r} is not a boolean")
+        record = {**row, "passed": passed in ("true", "1", "pass", "yes")}
+        for optional in ("case", "trial"):
+            if record.get(optional) in (None, ""):
+                record.pop(optional, None)
+            else:
+                try:
+                    record[optional] = int(record[optional])
+                except ValueError:
+                    raise ResultsError(f"{path} row {number}: {optional} {row[optional]!r} is not a whole number") from None
+        out.append(record)
+    return out

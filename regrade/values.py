@@ -1,0 +1,93 @@
+"""The values regrade reads from workbooks and engines, and the one cell-reference type.
+
+An engine reads a workbook and answers, for each requested cell, one of:
+
+- a plain value (``float``, ``str``, ``bool``, ``datetime``/``time``, or ``None`` for empty),
+  represented the way openpyxl represents a stored value, so that every
+  comparison policy sees engine values and cached values alike;
+- an :class:`ExcelError` (``#N/A``, ``#DIV/0!`` ...), which is a real result;
+- :class:`CannotEvaluate`, an abstention with a reason. It is never a wrong value.
+
+A whole workbook can also fail (unreadable file, timeout, crash): the engine then
+returns a :class:`WorkbookValues` whose ``failure`` is set and whose cells are empty.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from openpyxl.utils.cell import get_column_letter
+
+
+class CellRef(NamedTuple):
+    """One cell of one sheet: ``CellRef("Sheet1", 3, 2)`` is ``Sheet1!B3``."""
+
+    sheet: str
+    row: int
+    column: int
+
+    @property
+    def coordinate(self) -> str:
+        return f"{get_column_letter(self.column)}{self.row}"
+
+    def __str__(self) -> str:
+        return f"{self.sheet}!{self.coordinate}"
+
+
+@dataclass(frozen=True)
+class ExcelError:
+    """An Excel error value computed by an engine, e.g. ``ExcelError("#N/A")``."""
+
+    code: str
+
+    def __str__(self) -> str:
+        return self.code
+
+
+@dataclass(frozen=True)
+class CannotEvaluate:
+    """The engine abstains on this cell.
+
+    ``reason`` is a stable kebab-case id (``unsupported-function``, ``parse-error``,
+    ``load-failed``, ``timeout``, ``crashed`` ...); ``detail`` says what exactly.
+    """
+
+    reason: str
+    detail: str = ""
+
+    def __str__(self) -> str:
+        return f"cannot evaluate ({self.reason}: {self.detail})" if self.detail else f"cannot evaluate ({self.reason})"
+
+
+PlainValue = float | int | str | bool | dt.datetime | dt.date | dt.time | dt.timedelta | None
+CellResult = PlainValue | ExcelError | CannotEvaluate
+
+EXCEL_ERROR_CODES = frozenset(
+    {"#NULL!", "#DIV/0!", "#VALUE!", "#REF!", "#NAME?", "#NUM!", "#N/A", "#GETTING_DATA", "#SPILL!", "#CALC!"}
+)
+
+
+@dataclass(frozen=True)
+class WorkbookFailure:
+    """Why a whole workbook could not be read or evaluated.
+
+    ``reason`` ids: ``missing-file``, ``unreadable-output`` (the file is not a workbook
+    any reader accepts), ``load-failed`` (this engine cannot load a file others can),
+    ``timeout``, ``memory-limit``, ``crashed``.
+    """
+
+    reason: str
+    detail: str = ""
+
+
+@dataclass
+class WorkbookValues:
+    """What an engine saw in one workbook: its sheet names and the requested cells."""
+
+    sheet_names: list[str] = field(default_factory=list)
+    cells: dict[CellRef, CellResult] = field(default_factory=dict)
+    formulas: dict[CellRef, str] = field(default_factory=dict)
+    number_formats: dict[CellRef, str] = field(default_factory=dict)
+    failure: WorkbookFailure | None = None

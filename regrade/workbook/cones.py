@@ -1,0 +1,344 @@
+"""Dependency cones: which formulas a cell's value can depend on.
+
+The cone of a cell is the set of formula cells it reads, directly or through other
+formulas, together with the functions those formulas call. Regrade needs it to
+decide two things honestly:
+
+- a golden cell whose cone calls ``TODAY()`` or ``RAND()`` holds the value of the
+  day (or the draw) it was saved on; no recomputation can be expected to match it;
+- an engine that lacks a function abstains only on the cells whose cone calls it,
+  not on every erroring cell of the workbook.
+
+References are read with openpyxl's formula tokenizer: A1 cells and ranges (whole
+rows and columns too), sheet-qualified, defined names (followed), structured
+references (resolved from the table parts by :mod:`regrade.workbook.structured`). A reference
+the tokenizer cannot place (``INDIRECT``, ``OFFSET``, an external workbook, a 3-D
+reference, a name that is not defined) makes the cone *open*: it may read any
+cell, so questions about it are answered for the whole workbook. A cone that reads
+another workbook (``[1]Data!A1``) is also *external*: no engine can recompute it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+import openpyxl
+from openpyxl.formula.tokenizer import Token, Tokenizer
+from openpyxl.utils.cell import range_boundaries
+
+from regrade.workbook.sheets import HiddenRows, formula_text, hidden_rows, load_formula_book, resolve_sheet
+from regrade.workbook.structured import TablePart, resolve_structured, table_parts
+
+VOLATILE_FUNCTIONS = frozenset({"TODAY", "NOW", "RAND", "RANDBETWEEN", "RANDARRAY"})
+DYNAMIC_REFERENCE_FUNCTIONS = frozenset({"INDIRECT", "OFFSET"})
+MAX_ROWS = 1_048_576
+MAX_COLUMNS = 16_384
+MAX_SPILL_CELLS = 100_000
+MAX_INPUT_CELLS = 200_000  # FormulaGraph.inputs reads no more cells than this
+_PREFIXES = ("_XLFN.", "_XLWS.")
+_QUALIFIED = re.compile(r"^(?:(?P<sheet>'(?:[^']|'')+'|[^!'\[\]:]+)!)?(?P<area>[^!]+)$")
+_CELL_OR_RANGE = re.compile(r"^\$?[A-Za-z]{1,3}\$?\d+(?::\$?[A-Za-z]{1,3}\$?\d+)?$")
+_COLUMNS = re.compile(r"^\$?([A-Za-z]{1,3}):\$?([A-Za-z]{1,3})$")
+_ROWS = re.compile(r"^\$?(\d+):\$?(\d+)$")
+_EXTERNAL = re.compile(r"^'?\[\d+\]")  # [1]Data!A1, '[1]Order Data'!A:B
+
+Cell = tuple[str, int, int]  # sheet, row, column
+
+
+@dataclass(frozen=True)
+class Area:
+    sheet: str
+    min_row: int
+    min_col: int
+    max_row: int
+    max_col: int
+
+
+@dataclass
+class Precedents:
+    """What one formula reads directly."""
+
+    areas: list[Area] = field(default_factory=list)
+    functions: set[str] = field(default_factory=set)
+    open: bool = False
+    external: bool = False  # reads another workbook: [1]Data!A1
+    computed_names: set[str] = field(default_factory=set)  # defined names that are not one plain reference
+
+
+@dataclass
+class Cone:
+    """Everything a set of cells may depend on."""
+
+    cells: set[Cell] = field(default_factory=set)  # formula cells, the targets included
+    functions: set[str] = field(default_factory=set)
+    open: bool = False  # some reference could not be placed: it may read anything
+    external: bool = False  # some formula reads another workbook
+    computed_names: set[str] = field(default_factory=set)  # defined names that are a formula or a constant
+
+
+class FormulaGraph:
+    """Every formula of a workbook, its defined names and tables, indexed for cone walks."""
+
+    def __init__(self, book: openpyxl.Workbook):
+        self.book = book
+        self.sheets = [ws.title for ws in book.worksheets]
+        self._sheet_by_lower = {name.lower(): name for name in self.sheets}
+        self.formulas: dict[Cell, str] = {}
+        for ws in book.worksheets:
+            for row in ws.iter_rows():
+                for cell in row:
+                    text = formula_text(cell.value)
+                    if text is not None:
+                        self.formulas[(ws.title, cell.row, cell.column)] = text
+                        self._spill(ws.title, getattr(cell.value, "ref", None), text)
+        self.tables: dict[str, TablePart] = table_parts(book)
+        self.hidden_rows: dict[str, HiddenRows] = hidden_rows(book)
+        self.names = _defined_names(book)
+        self._rows_by_column: dict[tuple[str, int], list[int]] = defaultdict(list)
+        for sheet, row, column in sorted(self.formulas):
+            self._rows_by_column[(sheet, column)].append(row)
+        self._columns_by_sheet: dict[str, list[int]] = defaultdict(list)
+        for sheet, column in sorted(self._rows_by_column):
+            self._columns_by_sheet[sheet].append(column)
+        self._precedents: dict[Cell, Precedents] = {}
+
+    def _spill(self, sheet: str, ref: str | None, text: str) -> None:
+        """The other cells of an array formula's range hold its results: they read what it reads."""
+        if not ref or ":" not in ref:
+            return
+        min_col, min_row, max_col, max_row = range_boundaries(ref)
+        if (max_row - min_row + 1) * (max_col - min_col + 1) > MAX_SPILL_CELLS:
+            return
+        for row in range(min_row, max_row + 1):
+            for column in range(min_col, max_col + 1):
+                self.formulas.setdefault((sheet, row, column), text)
+
+    def all_functions(self) -> set[str]:
+        found: set[str] = set()
+        for cell in self.formulas:
+            found |= self.precedents(cell).functions
+        return found
+
+    def precedents(self, cell: Cell) -> Precedents:
+        if cell not in self._precedents:
+            sheet, row, column = cell
+            text = resolve_structured(self.formulas[cell], sheet, row, column, self.tables) if self.tables else self.formulas[cell]
+            self._precedents[cell] = self._read(text, sheet, depth=0)
+        return self._precedents[cell]
+
+    def cone(self, targets: Iterable[Cell]) -> Cone:
+        cone = Cone()
+        pending = [t for t in targets if t in self.formulas]
+        while pending:
+            cell = pending.pop()
+            if cell in cone.cells:
+                continue
+            cone.cells.add(cell)
+            found = self.precedents(cell)
+            cone.functions |= found.functions
+            cone.open |= found.open
+            cone.external |= found.external
+            cone.computed_names |= found.computed_names
+            for area in found.areas:
+                pending.extend(c for c in self._formulas_in(area) if c not in cone.cells)
+        return cone
+
+    def calls_in_cone(self, targets: Iterable[Cell], functions: Iterable[str]) -> set[str]:
+        """Which of ``functions`` the cone of ``targets`` may call (the whole workbook's, if the cone is open)."""
+        wanted = {f.upper() for f in functions}
+        cone = self.cone(targets)
+        called = self.all_functions() if cone.open else cone.functions
+        return wanted & called
+
+    def cells_in_cone(self, targets: Iterable[Cell]) -> list[Cell]:
+        """The formula cells the cone of ``targets`` holds (every formula cell, if the cone is open)."""
+        cone = self.cone(targets)
+        return sorted(self.formulas if cone.open else cone.cells)
+
+    def formulas_in_cone(self, targets: Iterable[Cell]) -> list[str]:
+        """The formula texts the cone of ``targets`` reads (the whole workbook's, if the cone is open)."""
+        return [self.formulas[c] for c in self.cells_in_cone(targets)]
+
+    def reads_a_call(self, cell: Cell, functions: Iterable[str]) -> bool:
+        """Whether ``cell`` reads, directly or through other formulas, a formula that calls
+        one of ``functions`` (any formula of the workbook, if what it reads is open)."""
+        found = self.precedents(cell)
+        read = [c for area in found.areas for c in self._formulas_in(area)]
+        return found.open or bool(self.calls_in_cone(read, functions))
+
+    def inputs(self, target: Cell) -> tuple | None:
+        """Everything the value of ``target`` is computed from, in a form two workbooks can
+        compare: the formulas of its cone, the contents of every area they read, the hidden
+        rows of those sheets and the defined names. Where the inputs are equal, so must the
+        values be. None when the inputs are not known: an open or external cone, or areas of
+        more than MAX_INPUT_CELLS cells."""
+        cone = self.cone([target])
+        if cone.open or cone.external:
+            return None
+        areas = sorted({a for cell in cone.cells for a in self.precedents(cell).areas},
+                       key=lambda a: (a.sheet, a.min_row, a.min_col, a.max_row, a.max_col))
+        budget = MAX_INPUT_CELLS
+        contents = []
+        for area in areas:
+            size, rows = self.stored(area)
+            budget -= size
+            if budget < 0:
+                return None
+            contents.append((area, tuple(tuple(_content(v) for v in row) for row in rows)))
+        hidden = tuple((sheet, self.hidden_rows.get(sheet)) for sheet in sorted({a.sheet for a in areas}))
+        formulas = tuple(sorted((cell, self.formulas[cell]) for cell in cone.cells))
+        return formulas, tuple(contents), hidden, tuple(sorted(self.names.items(), key=repr))
+
+    def stored(self, area: Area) -> tuple[int, Iterable[tuple]]:
+        """What the file stores in ``area``, cut at its sheet's last used row and column: how
+        many cells that is, and their values row by row (read as they are iterated)."""
+        ws = self.book[area.sheet]
+        max_row, max_col = min(area.max_row, ws.max_row), min(area.max_col, ws.max_column)
+        size = max(0, max_row - area.min_row + 1) * max(0, max_col - area.min_col + 1)
+        if not size:
+            return 0, ()
+        return size, ws.iter_rows(min_row=area.min_row, max_row=max_row, min_col=area.min_col, max_col=max_col,
+                                  values_only=True)
+
+    def dependency_levels(self, cells: Iterable[Cell]) -> list[list[Cell]] | None:
+        """``cells`` in levels: each cell after every cell of the set its value depends on
+        (through any formula). None when the order is not known: an open cone, or a cycle."""
+        wanted = set(cells)
+        reads: dict[Cell, set[Cell]] = {}
+        for cell in wanted:
+            if cell not in self.formulas:
+                return None
+            found = self.precedents(cell)
+            cone = self.cone([c for area in found.areas for c in self._formulas_in(area)])
+            if found.open or cone.open or cell in cone.cells:
+                return None
+            reads[cell] = (cone.cells & wanted) - {cell}
+        level: dict[Cell, int] = {}
+        while len(level) < len(wanted):  # no cycle among them (checked above), so each round places one more level
+            for cell in sorted(wanted - set(level)):
+                if all(p in level for p in reads[cell]):
+                    level[cell] = 1 + max((level[p] for p in reads[cell]), default=-1)
+        return [sorted(c for c in wanted if level[c] == n) for n in range(max(level.values(), default=-1) + 1)]
+
+    def _formulas_in(self, area: Area) -> Iterable[Cell]:
+        columns = self._columns_by_sheet.get(area.sheet, [])
+        for column in columns[bisect.bisect_left(columns, area.min_col):bisect.bisect_right(columns, area.max_col)]:
+            rows = self._rows_by_column[(area.sheet, column)]
+            for row in rows[bisect.bisect_left(rows, area.min_row):bisect.bisect_right(rows, area.max_row)]:
+                yield (area.sheet, row, column)
+
+    def _read(self, text: str, home: str, depth: int) -> Precedents:
+        found = Precedents()
+        try:
+            tokens = Tokenizer(text if text.startswith("=") else "=" + text).items
+        except Exception:  # a formula the tokenizer cannot split: it may read anything
+            found.open = True
+            return found
+        for token in tokens:
+            if token.type == Token.FUNC and token.subtype == Token.OPEN:
+                name = token.value[:-1].upper()
+                for prefix in _PREFIXES:
+                    name = name.removeprefix(prefix)
+                found.functions.add(name)
+                found.open |= name in DYNAMIC_REFERENCE_FUNCTIONS
+            elif token.type == Token.OPERAND and token.subtype == Token.RANGE:
+                self._place(token.value, home, depth, found)
+        return found
+
+    def _place(self, reference: str, home: str, depth: int, found: Precedents) -> None:
+        if reference.upper() in ("TRUE", "FALSE"):
+            return
+        if _EXTERNAL.match(reference):
+            found.external = found.open = True
+            return
+        match = _QUALIFIED.match(reference)
+        if match is None or "[" in reference:  # an unresolved structured reference
+            found.open = True
+            return
+        area_text = match.group("area")
+        sheet = home
+        if match.group("sheet"):
+            quoted = match.group("sheet")
+            named = quoted[1:-1].replace("''", "'") if quoted.startswith("'") else quoted
+            sheet = self._sheet_by_lower.get(named.lower())
+            if sheet is None:  # 3-D reference or unknown sheet
+                found.open = True
+                return
+        area = _area(sheet, area_text)
+        if area is not None:
+            found.areas.append(area)
+            return
+        definition = self.names.get((sheet.lower(), area_text.lower())) or self.names.get((None, area_text.lower()))
+        if definition is None:
+            if not area_text.lower().startswith("_xlpm."):  # LET/LAMBDA parameters read nothing
+                found.open = True
+            return
+        if depth > 20:
+            found.open = True
+            return
+        if plain_area(definition.removeprefix("="), sheet, self.sheets) is None:
+            found.computed_names.add(area_text)
+        inner = self._read(definition, sheet, depth + 1)
+        found.areas.extend(inner.areas)
+        found.functions |= inner.functions
+        found.open |= inner.open
+        found.external |= inner.external
+        found.computed_names |= inner.computed_names
+
+
+def load_graph(path: Path) -> FormulaGraph | None:
+    """The formula graph of a workbook, or None when openpyxl cannot read it."""
+    try:
+        return FormulaGraph(load_formula_book(path))
+    except Exception:
+        return None
+
+
+def _content(value: object) -> object:
+    """A cell's content as FormulaGraph.inputs compares it: a formula by its text."""
+    text = formula_text(value)
+    return value if text is None else ("=", text)
+
+
+def plain_area(reference: str, home: str, sheets: list[str]) -> Area | None:
+    """The area of a plain reference (``B2``, ``'My sheet'!$B:$C``, ``3:5``) in a formula on
+    sheet ``home``; None for anything else (a name, an expression, an unknown sheet)."""
+    match = _QUALIFIED.match(reference.strip())
+    if match is None or "[" in reference:
+        return None
+    sheet: str | None = home
+    if match.group("sheet"):
+        quoted = match.group("sheet")
+        sheet = resolve_sheet(quoted[1:-1].replace("''", "'") if quoted.startswith("'") else quoted, sheets)
+    return _area(sheet, match.group("area")) if sheet is not None else None
+
+
+def _area(sheet: str, text: str) -> Area | None:
+    plain = text.replace("$", "")
+    if _CELL_OR_RANGE.match(text):
+        min_col, min_row, max_col, max_row = range_boundaries(plain)
+        return Area(sheet, min_row, min_col, max_row, max_col)
+    if match := _COLUMNS.match(text):
+        min_col, _, max_col, _ = range_boundaries(f"{match.group(1)}1:{match.group(2)}1")
+        return Area(sheet, 1, min_col, MAX_ROWS, max_col)
+    if match := _ROWS.match(text):
+        return Area(sheet, int(match.group(1)), 1, int(match.group(2)), MAX_COLUMNS)
+    return None
+
+
+def _defined_names(book: openpyxl.Workbook) -> dict[tuple[str | None, str], str]:
+    """(lower-cased sheet or None for workbook scope, lower-cased name) -> what it refers to."""
+    names: dict[tuple[str | None, str], str] = {}
+    for name, definition in book.defined_names.items():
+        if definition.value:
+            names[(None, name.lower())] = definition.value
+    for ws in book.worksheets:
+        for name, definition in ws.defined_names.items():
+            if definition.value:
+                names[(ws.title.lower(), name.lower())] = definition.value
+    return names
