@@ -27,6 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from regrade.engines.base import EngineSettings
 from regrade.engines.formulas import FormulasEngine  # noqa: E402
 from regrade.engines.isolation import IsolatedEngine  # noqa: E402
 from regrade.grading.policies import get_policy  # noqa: E402
@@ -44,10 +45,11 @@ def main() -> None:
     if not (args.corpus / "dataset.json").is_file():
         sys.exit(f"no SpreadsheetBench corpus at {args.corpus} (dataset.json is missing)")
 
-    whole = FormulasEngine(whole_workbook=True)
+    settings = EngineSettings(timeout_s=args.timeout)
+    whole = FormulasEngine(settings, whole_workbook=True)
     whole.name = "baseline-whole-workbook"
-    engines = [IsolatedEngine(whole, timeout_s=args.timeout),
-               IsolatedEngine(FormulasEngine(), timeout_s=args.timeout)]
+    engines = [IsolatedEngine(whole),
+               IsolatedEngine(FormulasEngine(settings))]
     started = time.monotonic()
     report = conformance(args.corpus, engines, get_policy("spreadsheetbench"), limit=args.n)
     wall = time.monotonic() - started

@@ -15,7 +15,8 @@ from typing import Callable
 
 import click
 
-from regrade.engines.isolation import DEFAULT_TIMEOUT_S
+from regrade.engines.base import DEFAULT_TIMEOUT_S
+from regrade.engines.rules import RULES
 from regrade.engines.registry import ENGINES, FULL_ENGINES, default_full_engines, get_engine, open_engine
 from regrade import demo as demo_run
 from regrade.paired import diff
@@ -512,6 +513,35 @@ def engines_command(fmt):
                      "probes_abstain": score.get("abstain"), "why_not": reason})
     click.echo(render(["name", "full", "available", "version", "probes_right", "probes_wrong", "probes_abstain", "why_not"],
                       rows, fmt))
+
+
+@main.command("rules")
+@click.option("--engine", "engine_name", type=click.Choice(FULL_ENGINES), help="Only the rules that apply to this engine.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@library_errors
+def rules_command(engine_name, fmt):
+    """List the rules by which engines abstain instead of giving a value.
+
+    Each rule has a stable id (what results, diff and conformance count abstentions by),
+    the engines it applies to, when it fires, why (Excel's behaviour or the engine's
+    departure from it), where it was seen, and its probe workbook in fixtures/rules/.
+    single_task marks a rule whose only evidence is one SpreadsheetBench task: watch it on
+    tasks it was not found on.
+
+    \b
+    Example:
+      regrade rules --engine libreoffice --format json
+    """
+    rows = [{"id": rule.id, "engines": list(rule.engines), "reason": rule.reason, "trigger": rule.trigger,
+             "why": rule.why, "evidence": list(rule.evidence), "single_task": rule.single_task,
+             "probe": f"fixtures/rules/{rule.probe.name}#{rule.probe_cell}"}
+            for rule in RULES if engine_name is None or engine_name in rule.engines]
+    columns = ["id", "engines", "reason", "single_task", "evidence", "why"]
+    if fmt == "json":
+        click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
+        return
+    flat = [{**row, "engines": ",".join(row["engines"]), "evidence": "; ".join(row["evidence"])} for row in rows]
+    click.echo(render(columns if fmt == "table" else [*columns, "trigger", "probe"], flat, fmt))
 
 
 @main.command("probes")

@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
+from regrade.engines.base import DEFAULT_BRIDGE_WORK, Engine
 from regrade.engines.registry import open_engine
 from regrade.grading.policies import get_policy
 from regrade.provenance import git_revision, regrade_version, sha256_file
@@ -41,10 +42,13 @@ INTERNAL_ERROR = "internal-error"
 
 @dataclass(frozen=True)
 class RescoreSettings:
+    """Everything besides the files that decides a case's grading; part of the cache key."""
+
     policy: str
     shallow: str
     engines: tuple[str, ...]
     timeout_s: float
+    bridge_work: int = DEFAULT_BRIDGE_WORK
 
 
 def default_cache_dir() -> Path:
@@ -200,15 +204,14 @@ _WORKER: dict = {}
 def _open_worker_engines(settings: RescoreSettings) -> None:
     """Each worker opens its engines once; every workbook still runs under their limits."""
     _WORKER["policy"] = get_policy(settings.policy)
-    _WORKER["shallow"] = open_engine(settings.shallow, settings.timeout_s, as_grader=True)
-    _WORKER["fulls"] = [open_engine(name, settings.timeout_s) for name in settings.engines]
+    _WORKER["shallow"] = open_engine(settings.shallow, settings.timeout_s, as_grader=True, bridge_work=settings.bridge_work)
+    _WORKER["fulls"] = [open_engine(name, settings.timeout_s, bridge_work=settings.bridge_work) for name in settings.engines]
 
 
 def _close_worker_engines() -> None:
-    for engine in [_WORKER.get("shallow"), *_WORKER.get("fulls", [])]:
-        close = getattr(engine, "close", None)
-        if close is not None:
-            close()
+    engines: list[Engine] = [_WORKER["shallow"], *_WORKER["fulls"]] if "shallow" in _WORKER else []
+    for engine in engines:
+        engine.close()
     _WORKER.clear()
 
 

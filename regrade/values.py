@@ -50,15 +50,23 @@ class ExcelError:
 class CannotEvaluate:
     """The engine abstains on this cell.
 
-    ``reason`` is a stable kebab-case id (``unsupported-function``, ``parse-error``,
-    ``load-failed``, ``timeout``, ``crashed`` ...); ``detail`` says what exactly.
+    ``reason`` is a stable kebab-case kind (``unsupported-function``, ``engine-departure``,
+    ``parse-error``, ``timeout`` ...); ``rule`` is the id of the rule that made the
+    abstention (:mod:`regrade.engines.rules`), empty when none did (a workbook failure, a
+    disagreement); ``detail`` says what exactly, for people: no count reads it.
     """
 
     reason: str
     detail: str = ""
+    rule: str = ""
+
+    @property
+    def key(self) -> str:
+        """What abstentions are counted by: the rule's id, or the reason where no rule made it."""
+        return self.rule or self.reason
 
     def __str__(self) -> str:
-        return f"cannot evaluate ({self.reason}: {self.detail})" if self.detail else f"cannot evaluate ({self.reason})"
+        return f"cannot evaluate ({self.key}: {self.detail})" if self.detail else f"cannot evaluate ({self.key})"
 
 
 PlainValue = float | int | str | bool | dt.datetime | dt.date | dt.time | dt.timedelta | None

@@ -3,6 +3,7 @@
 
 import pytest
 
+from regrade.engines.base import EngineSettings
 from regrade.values import CannotEvaluate, CellRef, ExcelError
 from regrade.engines.gnumeric import GnumericEngine
 from regrade.engines.libreoffice import LibreOfficeEngine
@@ -18,7 +19,7 @@ F = [CellRef("Sheet1", r, 6) for r in range(2, 7)]
 @pytest.fixture(scope="module")
 def libreoffice():
     require_engines("libreoffice")
-    engine = LibreOfficeEngine(timeout_s=60)
+    engine = LibreOfficeEngine(EngineSettings(timeout_s=60))
     yield engine
     engine.close()
 
@@ -58,7 +59,7 @@ def test_libreoffice_reports_an_unreadable_file(libreoffice, tmp_path):
 
 def test_gnumeric_recomputes_and_abstains_on_aggregate(split):
     require_engines("gnumeric")
-    grader = GnumericEngine(mends=False)  # gnumeric as a value-only grader's recalculation
+    grader = GnumericEngine(EngineSettings(as_grader=True))  # gnumeric as a value-only grader's recalculation
     assert [grader.evaluate(STALE, F).cells[c] for c in F] == [0, 2, 3, 7, 9]
     aggregate = grader.evaluate(split, [CellRef("S", 1, 2)]).cells[CellRef("S", 1, 2)]
     assert aggregate.reason == "unsupported-function"  # the point: a gnumeric-based grader cannot see it
@@ -98,7 +99,7 @@ def test_a_gnumeric_shallow_grade_fails_aggregate_as_unsupported_in_recalc(workb
     output = workbook({"A1": 1, "A2": "=1/0", "A3": 4, "B1": "=_xlfn.AGGREGATE(9,6,A1:A3)"}, name="output.xlsx")
     golden = workbook({"B1": 5}, name="golden.xlsx")
     case = Case(condition="x", task_id="t", case=1, output_path=output, answer_path=golden, answer_position="B1")
-    result = rescore_case(case, get_policy("spreadsheetbench"), GnumericEngine(mends=False), [IronCalcEngine()])
+    result = rescore_case(case, get_policy("spreadsheetbench"), GnumericEngine(EngineSettings(as_grader=True)), [IronCalcEngine()])
     assert (result.shallow_pass, result.full_pass, result.verdict) == (False, True, "artifact")
     assert [c.reason for c in result.cells] == ["unsupported-in-recalc"]
 
@@ -211,7 +212,7 @@ def test_the_libreoffice_helper_removes_its_profile_when_regrade_vanishes(tmp_pa
     import tempfile
     import time
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    engine = LibreOfficeEngine(timeout_s=60)
+    engine = LibreOfficeEngine(EngineSettings(timeout_s=60))
     assert engine.evaluate(STALE, F[:1]).cells[F[0]] == 0.0  # ROUND(300/1000, 0)
     assert len(private_profiles(tmp_path)) == 1
     helper, engine._helper, engine._profile = engine._helper, None, None  # as if regrade's process had died
@@ -423,7 +424,7 @@ def test_libreoffice_leaves_nothing_outside_its_profile_and_removes_that(tmp_pat
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "temporary"))
     (tmp_path / "temporary").mkdir()
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "the user's cache"))
-    engine = LibreOfficeEngine(timeout_s=60)
+    engine = LibreOfficeEngine(EngineSettings(timeout_s=60))
     assert engine.evaluate(STALE, F[:1]).cells[F[0]] == 0.0  # ROUND(300/1000, 0)
     pipes = pipe_files(engine._profile)
     assert sum(os.path.exists(p) for p in pipes) == 2  # the names are the ones soffice chose

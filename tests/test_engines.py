@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from regrade.engines.base import EngineSettings
 from regrade.values import CannotEvaluate, CellRef, ExcelError
 from regrade.engines.cached import CachedEngine
 from regrade.engines.ironcalc import IronCalcEngine
@@ -121,7 +122,8 @@ class GreedyEngine(IronCalcEngine):
 )
 def test_isolation_turns_crashes_timeouts_and_memory_into_failures(engine, reason, words, workbook):
     path = workbook({"A1": 1})
-    failure = IsolatedEngine(engine, timeout_s=1, memory_mb=512).evaluate(path, [ref("A1")]).failure
+    engine.settings = EngineSettings(timeout_s=1, memory_mb=512)
+    failure = IsolatedEngine(engine).evaluate(path, [ref("A1")]).failure
     assert failure.reason == reason
     assert words in failure.detail
 
@@ -155,7 +157,7 @@ class CrashOnSecondEngine(IronCalcEngine):
 def test_the_worker_serves_workbook_after_workbook_and_is_replaced_after_a_timeout(workbook):
     fast = workbook({"A1": 4, "A2": "=A1*A1"}, name="fast.xlsx")
     slow = workbook({"A1": 1}, name="slow.xlsx")
-    engine = IsolatedEngine(SleepyOnceEngine(), timeout_s=1)
+    engine = IsolatedEngine(SleepyOnceEngine(EngineSettings(timeout_s=1)))
     assert engine.evaluate(fast, [ref("A2")]).cells == {ref("A2"): 16.0}
     first = engine._worker.pid
     assert engine.evaluate(fast, [ref("A2")]).cells == {ref("A2"): 16.0}
@@ -204,8 +206,7 @@ def test_a_cell_that_reads_another_workbook_is_an_abstention(workbook, tmp_path)
     assert values[ref("A3")] == 6.0  # 3 * 2
 
 
-def test_cells_the_bridge_had_to_leave_to_ironcalc_are_abstentions(workbook, monkeypatch):
-    import regrade.engines.ironcalc as ironcalc_module
+def test_cells_the_bridge_had_to_leave_to_ironcalc_are_abstentions(workbook):
     from openpyxl.worksheet.formula import ArrayFormula
 
     # A1:A3 = a, b, a. In Excel the array formula B1 is SUM(COUNTIF(A1:A3, A1:A3)) = 2 + 1 + 2 = 5,
@@ -214,9 +215,9 @@ def test_cells_the_bridge_had_to_leave_to_ironcalc_are_abstentions(workbook, mon
                      "C1": "=B1+1", "D1": "=COUNTA(A1:A3)"})
     cells = [ref("B1"), ref("C1"), ref("D1")]
     assert list(IronCalcEngine().evaluate(path, cells).cells.values()) == [5, 6, 3]
-    monkeypatch.setattr(ironcalc_module, "SLOW_EVALUATION_S", -1.0)  # every workbook "too slow" for the bridge
-    values = IronCalcEngine().evaluate(path, cells).cells
-    assert [values[c].reason for c in cells[:2]] == ["unsupported-function"] * 2
+    # a bridge budget of no work: every workbook is past it, and only what IronCalc lacks is bridged
+    values = IronCalcEngine(EngineSettings(bridge_work=0)).evaluate(path, cells).cells
+    assert [values[c].rule for c in cells[:2]] == ["ironcalc-bridge-left"] * 2
     assert "COUNTIF" in values[cells[1]].detail
     assert values[cells[2]] == 3
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from regrade.engines.base import EngineSettings
 from regrade.values import CellRef
 from regrade.engines.isolation import IsolatedEngine
 from regrade.engines.registry import ENGINES, get_engine
@@ -132,14 +133,14 @@ def million_rows(tmp_path_factory):
 
 def test_a_real_workbook_trips_the_time_limit(million_rows):
     # openpyxl reads 1,048,576 cells twice (values and formulas): far more than a second anywhere
-    failure = IsolatedEngine(get_engine("cached"), timeout_s=1).evaluate(million_rows, [A1]).failure
+    failure = IsolatedEngine(get_engine("cached", EngineSettings(timeout_s=1))).evaluate(million_rows, [A1]).failure
     assert failure.reason == "timeout" and "longer than 1 s" in failure.detail
 
 
 def test_a_real_workbook_trips_the_memory_limit(million_rows):
     # pycel loads the whole workbook with openpyxl: a million cells take well over 300 MB (the
     # value-only reading streams the rows it needs and no longer gets near the limit)
-    failure = IsolatedEngine(get_engine("pycel"), timeout_s=120, memory_mb=300).evaluate(million_rows, [A1]).failure
+    failure = IsolatedEngine(get_engine("pycel", EngineSettings(timeout_s=120, memory_mb=300))).evaluate(million_rows, [A1]).failure
     assert failure.reason == "memory-limit" and "300 MB" in failure.detail
 
 
@@ -269,13 +270,13 @@ def test_libreoffice_runs_under_its_memory_limit(tmp_path):
 
     book = tmp_path / "book.xlsx"
     book.write_bytes(answer_book())
-    starved = LibreOfficeEngine(timeout_s=60, memory_mb=300)  # soffice alone maps about 1 GB
+    starved = LibreOfficeEngine(EngineSettings(timeout_s=60, memory_mb=300))  # soffice alone maps about 1 GB
     try:
         failure = starved.evaluate(book, [A1]).failure
     finally:
         starved.close()
     assert failure is not None and failure.reason == "crashed"
-    roomy = LibreOfficeEngine(timeout_s=60, memory_mb=2048)
+    roomy = LibreOfficeEngine(EngineSettings(timeout_s=60, memory_mb=2048))
     try:
         assert roomy.evaluate(book, [A1]).cells == {A1: 42.0}
     finally:

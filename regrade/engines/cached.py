@@ -12,16 +12,19 @@ from typing import Sequence
 
 import openpyxl
 
+from regrade.engines.base import EngineBase, EngineSettings
 from regrade.values import EXCEL_ERROR_CODES, CellRef, ExcelError, WorkbookFailure, WorkbookValues
 from regrade.workbook.screening import refusal
 from regrade.workbook.sheets import formula_cells, resolve_sheet
 
 
-class CachedEngine:
+class CachedEngine(EngineBase):
     name = "cached"
     full = False
+    in_default_consensus = False
 
-    def __init__(self, read_formulas: bool = True):
+    def __init__(self, settings: EngineSettings = EngineSettings(), read_formulas: bool = True):
+        super().__init__(settings)
         self.read_formulas = read_formulas  # formulas explain disagreements; grading alone needs none
 
     def version(self) -> str:

@@ -27,15 +27,17 @@ import openpyxl
 from openpyxl.worksheet.formula import ArrayFormula
 from openpyxl.utils.cell import coordinate_to_tuple, get_column_letter
 
-from regrade.values import CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues
-from regrade.workbook.cones import Area, FormulaGraph
+from regrade.engines.base import EngineSettings
 from regrade.engines.ironcalc_rewrites import last_row_readers, rewrite_criteria_calls
-from regrade.workbook.screening import refusal
-from regrade.workbook.sheets import formula_text, load_formula_book, resolve_sheet
-from regrade.engines.totals import computed_total
-from regrade.workbook.structured import structured_rewrites
+from regrade.engines.pipeline import ComputingEngine
+from regrade.engines.rules import abstention
 from regrade.engines.tools import PythonPackageEngine
-from regrade.engines.unrepeatable import abstain_where_no_engine_can
+from regrade.engines.totals import TotalsDefects, mend_totals
+from regrade.values import CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues
+from regrade.workbook.analysis import WorkbookAnalysis
+from regrade.workbook.cones import Area, FormulaGraph
+from regrade.workbook.sheets import formula_text, load_formula_book, resolve_sheet
+from regrade.workbook.structured import structured_rewrites
 
 _CALL = re.compile(r"(?<![A-Za-z0-9_.])((?:_xl[a-z]+\.)*[A-Za-z][A-Za-z0-9_.]*)\(", re.IGNORECASE)
 _STRING = re.compile(r'"(?:[^"]|"")*"')
@@ -51,22 +53,22 @@ def unknown_to_formulas(formula: str, known: set[str]) -> list[str]:
     return sorted(n.split(".")[-1] for n in missing)
 
 
-class FormulasEngine(PythonPackageEngine):
+class FormulasEngine(PythonPackageEngine, ComputingEngine):
     package = "formulas"
     name = "formulas"
     full = True
     # less faithful than IronCalc and LibreOffice (the probe pack, README): opt-in with --engines
     in_default_consensus = False
 
-    def __init__(self, whole_workbook: bool = False) -> None:
-        super().__init__()
+    def __init__(self, settings: EngineSettings = EngineSettings(), whole_workbook: bool = False) -> None:
+        super().__init__(settings)
+        self.import_package()
         self.whole_workbook = whole_workbook  # formulas' own way, every cell: the baseline of bench/formulas_cone.py
 
-    def evaluate(self, path: Path, cells: Sequence[CellRef]) -> WorkbookValues:
+    def compute(self, analysis: WorkbookAnalysis, cells: Sequence[CellRef]) -> WorkbookValues:
         import formulas
 
-        if (refused := refusal(path)) is not None:
-            return refused
+        path = analysis.path
         try:
             book = load_formula_book(path)
         except MemoryError:  # a limit, not a broken file: the isolating worker reports it
@@ -100,38 +102,37 @@ class FormulasEngine(PythonPackageEngine):
             value = computed.get((sheet.upper(), ref.coordinate), CannotEvaluate("not-computed", "formulas gave no value"))
             own_unknown = unknown_to_formulas(formula, known)
             if own_unknown:
-                value = CannotEvaluate("unsupported-function", f"formulas lacks {', '.join(own_unknown)}")
+                value = abstention("formulas-lacks-function", f"formulas lacks {', '.join(own_unknown)}")
             elif isinstance(value, ExcelError):
                 if workbook_unknown is None:
                     workbook_unknown = sorted({n for ws in book.worksheets for row in ws.iter_rows() for c in row
                                                if (text := formula_text(c.value))
                                                for n in unknown_to_formulas(text, known)})
                 if workbook_unknown:
-                    value = CannotEvaluate("unsupported-function",
-                                           f"{value.code} while the workbook uses {', '.join(workbook_unknown)}, which formulas lacks")
+                    value = abstention("formulas-error-from-missing-function",
+                                       f"{value.code} while the workbook uses {', '.join(workbook_unknown)}, which formulas lacks")
             result.cells[ref] = value
         _compute_totals(book, computed, result)
-        return abstain_where_no_engine_can(path, result)
+        return result
+
+
+# formulas lacks SUBTOTAL and AGGREGATE: a graded cell that is one such call over references
+# is computed from formulas' values of them.
+_DEFECTS = TotalsDefects(computes_lacking=True)
 
 
 def _compute_totals(book: openpyxl.Workbook, computed: dict[tuple[str, str], CellResult], result: WorkbookValues) -> None:
-    """formulas lacks SUBTOTAL and AGGREGATE: a graded cell that is one such call over
-    references is computed by regrade from formulas' values of them (:mod:`regrade.engines.totals`)."""
-    lacking = [ref for ref, value in result.cells.items() if isinstance(value, CannotEvaluate)
-               and value.reason == "unsupported-function" and _TOTALS.search(result.formulas.get(ref, ""))]
-    if not lacking:
+    """The totals formulas lacks (:func:`regrade.engines.totals.mend_totals`)."""
+    if not any(isinstance(value, CannotEvaluate) and _TOTALS.search(result.formulas.get(ref, ""))
+               for ref, value in result.cells.items()):
         return
-    graph = FormulaGraph(book)
 
     def read(area: Area) -> list[list[object]]:
         sheet = book[area.sheet]
         return [[_value_of(sheet, computed, row, column) for column in range(area.min_col, min(area.max_col, sheet.max_column) + 1)]
                 for row in range(area.min_row, min(area.max_row, sheet.max_row) + 1)]
 
-    for ref in lacking:
-        total = computed_total(graph, (resolve_sheet(ref.sheet, graph.sheets), ref.row, ref.column), read)
-        if total is not None:
-            result.cells[ref] = total
+    mend_totals(FormulaGraph(book), result, read, _DEFECTS)
 
 
 def _value_of(sheet: Any, computed: dict[tuple[str, str], CellResult], row: int, column: int) -> CellResult:

@@ -24,16 +24,15 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
-from regrade.values import CannotEvaluate, CellRef, ExcelError, WorkbookFailure, WorkbookValues
+from regrade.engines.base import EngineSettings
 from regrade.engines.cached import CachedEngine, read_area
-from regrade.workbook.cones import Area, load_graph
-from regrade.engines.isolation import DEFAULT_TIMEOUT_S
-from regrade.engines.readings import number_value
-from regrade.workbook.screening import refusal
-from regrade.workbook.sheets import mentions, resolve_sheet
-from regrade.engines.totals import computed_total, meets_a_filter, skips_hidden_rows
+from regrade.engines.pipeline import ComputingEngine
+from regrade.engines.rules import abstention
 from regrade.engines.tools import version_output
-from regrade.engines.unrepeatable import abstain_where_no_engine_can
+from regrade.engines.totals import TotalsDefects, mend_totals, skips_hidden_rows
+from regrade.values import CellRef, ExcelError, WorkbookFailure, WorkbookValues
+from regrade.workbook.analysis import WorkbookAnalysis
+from regrade.workbook.sheets import mentions, resolve_sheet
 
 
 def _ssconvert_version() -> str | None:
@@ -44,16 +43,17 @@ def _ssconvert_version() -> str | None:
     return f"gnumeric {number}"
 
 
-class GnumericEngine:
+class GnumericEngine(ComputingEngine):
     name = "gnumeric"
     full = True
     # 77% of Excel's cells in SpreadsheetBench answers, the lone dissent on 9,800 of 63,832
     # (regrade conformance): it reproduces gnumeric-based graders, it does not vote by default
     in_default_consensus = False
 
-    def __init__(self, timeout_s: float = DEFAULT_TIMEOUT_S, mends: bool = True):
-        self.timeout_s = timeout_s
-        self.mends = mends  # off when gnumeric stands for a grader's recalculation: it keeps its defects
+    def __init__(self, settings: EngineSettings = EngineSettings()) -> None:
+        super().__init__(settings)
+        self.timeout_s = settings.timeout_s
+        self.mends = not settings.as_grader  # a grader's recalculation keeps its defects
 
     def version(self) -> str:
         return _ssconvert_version() or "not installed"
@@ -63,9 +63,8 @@ class GnumericEngine:
             return "ssconvert is not on PATH: apt-get install gnumeric"
         return None
 
-    def evaluate(self, path: Path, cells: Sequence[CellRef]) -> WorkbookValues:
-        if (refused := refusal(path)) is not None:
-            return refused
+    def compute(self, analysis: WorkbookAnalysis, cells: Sequence[CellRef]) -> WorkbookValues:
+        path = analysis.path
         with tempfile.TemporaryDirectory(prefix="regrade-gnumeric-") as scratch:
             recalculated = Path(scratch) / "recalculated.xlsx"
             try:
@@ -86,44 +85,32 @@ class GnumericEngine:
                 return WorkbookValues(failure=WorkbookFailure("load-failed", values.failure.detail))
             for ref, value in values.cells.items():
                 if value == ExcelError("#NAME?"):
-                    values.cells[ref] = CannotEvaluate("unsupported-function", "gnumeric gives #NAME? (an unknown function or name)")
+                    values.cells[ref] = abstention("gnumeric-name-error")
                 elif "_xlfngnumeric.ERROR(" in values.formulas.get(ref, ""):
-                    values.cells[ref] = CannotEvaluate("parse-error", "gnumeric could not parse the formula")
-            _mend_totals(path, recalculated, values, compute=self.mends)
-        return abstain_where_no_engine_can(path, values)
+                    values.cells[ref] = abstention("gnumeric-parse-error")
+            _mend_totals(analysis, recalculated, values, compute=self.mends)
+        return values
 
 
-def _mend_totals(path: Path, recalculated: Path, values: WorkbookValues, compute: bool) -> None:
-    """gnumeric lacks AGGREGATE (#NAME?), answers #NUM! for SUBTOTAL(101..111, ...) and
-    counts the rows a filter hides in 1-11. With ``compute``, a graded cell whose value
-    depends on one of these is computed by regrade when it is such a call over references
-    itself, and abstains otherwise (:mod:`regrade.engines.totals`). Without it (gnumeric standing
-    for a grader's recalculation), cells that depend on 101-111 abstain, as that grader cannot
-    compute them, and filtered rows stay counted, as it counts them."""
-    if not values.formulas or not mentions(path, (b"SUBTOTAL(", b"AGGREGATE(")):
+# gnumeric lacks AGGREGATE (#NAME?), answers #NUM! for SUBTOTAL(101..111, ...) and counts the
+# rows a filter hides in 1-11.
+_DEFECTS = TotalsDefects(hidden=True, filtered=True, computes_lacking=True)
+
+
+def _mend_totals(analysis: WorkbookAnalysis, recalculated: Path, values: WorkbookValues, compute: bool) -> None:
+    """With ``compute``, the totals gnumeric gets wrong are mended (:func:`regrade.engines.totals.mend_totals`).
+    Without it (gnumeric standing for a grader's recalculation), cells that depend on SUBTOTAL
+    101-111 abstain, as that grader cannot compute them, and filtered rows stay counted, as it counts them."""
+    if not values.formulas or not mentions(analysis.path, (b"SUBTOTAL(", b"AGGREGATE(")):
         return
-    graph = load_graph(path)
+    graph = analysis.graph()
     if graph is None:
         return
-
-    def read(area: Area) -> list[list[object]]:
-        return read_area(recalculated, area.sheet, area.min_row, area.min_col, area.max_row, area.max_col)
-
+    if compute:
+        mend_totals(graph, values, lambda area: read_area(recalculated, area.sheet, area.min_row, area.min_col,
+                                                          area.max_row, area.max_col), _DEFECTS)
+        return
     for ref in values.formulas:
         sheet = resolve_sheet(ref.sheet, graph.sheets)
-        cell = (sheet, ref.row, ref.column)
-        if sheet is None:
-            continue
-        if not compute:
-            if skips_hidden_rows(graph, cell):
-                values.cells[ref] = CannotEvaluate("unsupported-function", "gnumeric lacks SUBTOTAL 101-111 (it gives #NUM!)")
-            continue
-        misses = skips_hidden_rows(graph, cell) or meets_a_filter(graph, cell)
-        if not (misses or isinstance(values.cells.get(ref), CannotEvaluate)):
-            continue
-        computed = computed_total(graph, cell, read)
-        if computed is not None:
-            values.cells[ref] = number_value(computed, values.number_formats.get(ref)) if isinstance(computed, float) else computed
-        elif misses:
-            values.cells[ref] = CannotEvaluate(
-                "unsupported-function", "gnumeric gets SUBTOTAL wrong here (#NUM! for 101-111; it counts filtered rows)")
+        if sheet is not None and skips_hidden_rows(graph, CellRef(sheet, ref.row, ref.column)):
+            values.cells[ref] = abstention("grader-lacks-subtotal-hidden")

@@ -25,23 +25,25 @@ reads a cached value, so the comparison policy sees both alike.
 from __future__ import annotations
 
 import functools
-import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from regrade.values import CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues
-from regrade.workbook.calls import calls, formula_reads_a_date_from_text
-from regrade.workbook.cones import Area, FormulaGraph, load_graph, plain_area
-from regrade.engines.ironcalc_bridge import Cell, bridge_functions
+from regrade.engines.base import EngineSettings
+from regrade.engines.ironcalc_bridge import ModelCell, bridge_functions
 from regrade.engines.ironcalc_rewrites import last_row_readers, rewrite_criteria_calls
+from regrade.engines.pipeline import ComputingEngine
 from regrade.engines.readings import number_value, unknown_functions
-from regrade.workbook.screening import refusal
-from regrade.workbook.sheets import array_formula_cells, mentions, resolve_sheet
-from regrade.engines.totals import computed_total, meets_a_filter
-from regrade.workbook.structured import structured_rewrites
+from regrade.engines.rules import abstention
 from regrade.engines.tools import PythonPackageEngine
-from regrade.engines.unrepeatable import abstain_where_no_engine_can
+from regrade.engines.totals import TotalsDefects, mend_totals
+from regrade.values import CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues
+from regrade.workbook.analysis import WorkbookAnalysis
+from regrade.workbook.calls import calls, formula_reads_a_date_from_text
+from regrade.workbook.cones import Area, FormulaGraph, plain_area
+from regrade.workbook.formula import referenced_cells
+from regrade.workbook.sheets import array_formula_cells, mentions, resolve_sheet
+from regrade.workbook.structured import structured_rewrites
 
 
 _LOOKUPS = frozenset({"VLOOKUP", "HLOOKUP", "XLOOKUP"})
@@ -51,16 +53,19 @@ _VALUE = ExcelError("#VALUE!")
 SLOW_EVALUATION_S = 3.0
 
 
-class IronCalcEngine(PythonPackageEngine):
+class IronCalcEngine(PythonPackageEngine, ComputingEngine):
     package = "ironcalc"
     name = "ironcalc"
     full = True
 
-    def evaluate(self, path: Path, cells: Sequence[CellRef]) -> WorkbookValues:
+    def __init__(self, settings: EngineSettings = EngineSettings()) -> None:
+        super().__init__(settings)
+        self.import_package()
+
+    def compute(self, analysis: WorkbookAnalysis, cells: Sequence[CellRef]) -> WorkbookValues:
         import ironcalc
 
-        if (refused := refusal(path)) is not None:
-            return refused
+        path = analysis.path
         try:
             model = ironcalc.load_from_xlsx(str(path))
         except MemoryError:  # a limit, not a broken file: the isolating worker reports it
@@ -70,14 +75,15 @@ class IronCalcEngine(PythonPackageEngine):
         names = [p["name"] for p in model.get_worksheets_properties()]
         originals = _work_around_defects(model, names, path)  # before the first evaluation: one is enough
         try:
-            slow = _timed_evaluation(model) > SLOW_EVALUATION_S
+            model.evaluate()
         except Exception as exc:
             return WorkbookValues(failure=WorkbookFailure("load-failed", f"IronCalc cannot evaluate it: {exc}"))
-        order = functools.partial(_dependency_levels, path, names)
-        bridged = bridge_functions(model, array_formula_cells(path), only_missing=slow, order=order)
+        heavy = _referenced_cells(model) > self.settings.bridge_work  # a count of work, never a clock
+        order = functools.partial(_dependency_levels, analysis, names)
+        bridged = bridge_functions(model, array_formula_cells(path), only_missing=heavy, order=order)
         originals = {**bridged.originals, **originals}
         skipped = {(names[sheet], row, column): function for (sheet, row, column), function in bridged.skipped.items()}
-        graph = functools.cache(lambda: load_graph(path))
+        graph = analysis.graph
         workbook_unknown = functools.cache(lambda: _workbook_unknown_functions(model))
         mentioned = mentions(path, (b"SUBTOTAL(", b"filterColumn", b"LOOKUP("))  # a quick look before the graph
         filtered = {b"SUBTOTAL(", b"filterColumn"} <= mentioned
@@ -92,52 +98,52 @@ class IronCalcEngine(PythonPackageEngine):
             computed_formula = model.get_cell_formula(index, ref.row, ref.column)
             formula = originals.get((index, ref.row, ref.column)) or computed_formula  # report what the file says
             value = _read_value(model, index, ref.row, ref.column)
-            cell = (sheet, ref.row, ref.column)
+            cell = CellRef(sheet, ref.row, ref.column)
             if formula:
                 result.formulas[ref] = formula
                 own_unknown = unknown_functions(computed_formula or "")  # what IronCalc computed, after rewrites
                 if own_unknown:
-                    value = CannotEvaluate("unsupported-function", f"IronCalc lacks {', '.join(own_unknown)}")
+                    value = abstention("ironcalc-lacks-function", f"IronCalc lacks {', '.join(own_unknown)}")
                 elif computed_names and (read := _computed_names_read(graph(), cell)):
-                    value = CannotEvaluate("unsupported-name", f"IronCalc cannot evaluate {read}: a defined name "
-                                           "that is a formula or a constant, not one reference")
+                    value = abstention("ironcalc-computed-name", f"IronCalc cannot evaluate {read}: a defined name "
+                                       "that is a formula or a constant, not one reference")
                 elif skipped and (left := _in_cone(graph(), skipped, cell)):
-                    value = CannotEvaluate("unsupported-function", f"IronCalc gets {', '.join(left)} wrong in places, "
-                                           "and the bridge could not compute it here (a workbook too slow, "
-                                           "a chain that did not settle, or a LET or LAMBDA name)")
+                    value = abstention("ironcalc-bridge-left", f"IronCalc gets {', '.join(left)} wrong in places, and "
+                                       "the bridge left it to IronCalc here (a workbook past the bridge's work budget, "
+                                       "a chain that did not settle, or a LET or LAMBDA name)")
                 elif value == _VALUE and _reads_a_date_from_text(graph(), cell):
-                    value = CannotEvaluate("unsupported-function", "#VALUE! from a date read from text: IronCalc reads "
-                                           "fewer texts as dates than Excel (\"9 Aug 2021\")")
+                    value = abstention("ironcalc-date-text")
                 elif isinstance(value, ExcelError) and (reached := _unknown_in_cone(graph, workbook_unknown(), cell)):
-                    value = CannotEvaluate("unsupported-function",
-                                           f"{value.code} from a formula that calls {', '.join(reached)}, which IronCalc lacks")
+                    value = abstention("ironcalc-error-from-missing-function",
+                                       f"{value.code} from a formula that calls {', '.join(reached)}, which IronCalc lacks")
                 elif empty_lookups and (lookups := _in_cone(graph(), empty_lookups, cell)):
-                    value = CannotEvaluate("unsupported-function", f"IronCalc's {', '.join(lookups)} of an empty cell "
-                                           "matches an empty cell of the range, which Excel's does not")
-                elif filtered and graph() is not None and meets_a_filter(graph(), cell):
-                    value = _filtered_subtotal(model, names, graph(), cell)
+                    value = abstention("ironcalc-lookup-of-empty", f"IronCalc's {', '.join(lookups)} of an empty cell "
+                                       "matches an empty cell of the range, which Excel's does not")
             result.cells[ref] = value
-        return abstain_where_no_engine_can(path, result)
+        if filtered and (totals_graph := graph()) is not None:
+            mend_totals(totals_graph, result, functools.partial(_read_area, model, names), _DEFECTS)
+        return result
 
 
-def _filtered_subtotal(model: Any, names: list[str], graph: FormulaGraph, cell: tuple[str, int, int]) -> CellResult:
-    """IronCalc counts the rows a filter hides in SUBTOTAL 1-11: regrade computes a graded
-    ``=SUBTOTAL(n, ref, ...)`` from IronCalc's values of its references; a cell that
-    depends on one abstains (:mod:`regrade.engines.totals`)."""
+# IronCalc computes SUBTOTAL 101-111 itself (110 and 111 through the bridge) and AGGREGATE
+# through the bridge; it counts the rows a filter hides in SUBTOTAL 1-11.
+_DEFECTS = TotalsDefects(filtered=True)
 
-    def read(area: Area) -> list[list[object]]:
-        index = names.index(area.sheet)
-        _, last_row, _, last_column = model.get_sheet_dimensions(index)
-        return [[_read_value(model, index, row, column) for column in range(area.min_col, min(area.max_col, last_column) + 1)]
-                for row in range(area.min_row, min(area.max_row, last_row) + 1)]
 
-    computed = computed_total(graph, cell, read)
-    if computed is None:
-        return CannotEvaluate("unsupported-function", "IronCalc's SUBTOTAL counts the rows a filter hides")
-    if isinstance(computed, float):
-        _, row, column = cell
-        return number_value(computed, model.get_cell_style(names.index(cell[0]), row, column).get("num_fmt"))
-    return computed
+def _read_area(model: Any, names: list[str], area: Area) -> list[list[object]]:
+    """IronCalc's values of an area, cut at the sheet's used range."""
+    index = names.index(area.sheet)
+    _, last_row, _, last_column = model.get_sheet_dimensions(index)
+    return [[_read_value(model, index, row, column) for column in range(area.min_col, min(area.max_col, last_column) + 1)]
+            for row in range(area.min_row, min(area.max_row, last_row) + 1)]
+
+
+def _referenced_cells(model: Any) -> int:
+    """The work one evaluation of the model asks for: the cells its formulas' references span
+    (:func:`regrade.workbook.formula.referenced_cells`). The bridge evaluates the model again
+    several times; past ``EngineSettings.bridge_work`` it bridges only what IronCalc lacks."""
+    return sum(referenced_cells(formula) for sheet, row, column in model.get_all_cells()
+               if (formula := model.get_cell_formula(sheet, row, column)))
 
 
 def _work_around_defects(model: Any, names: list[str], path: Path) -> dict[tuple[int, int, int], str]:
@@ -161,19 +167,14 @@ def _work_around_defects(model: Any, names: list[str], path: Path) -> dict[tuple
     return originals
 
 
-def _dependency_levels(path: Path, names: list[str], cells: list[Cell]) -> list[list[Cell]] | None:
+def _dependency_levels(analysis: WorkbookAnalysis, names: list[str],
+                       cells: list[ModelCell]) -> list[list[ModelCell]] | None:
     """The bridge's cells (sheet index, row, column) in dependency levels, from the file's formula graph."""
-    graph = load_graph(path)
+    graph = analysis.graph()
     if graph is None:
         return None
     levels = graph.dependency_levels([(names[sheet], row, column) for sheet, row, column in cells])
     return None if levels is None else [[(names.index(s), r, c) for s, r, c in level] for level in levels]
-
-
-def _timed_evaluation(model: Any) -> float:
-    started = time.monotonic()
-    model.evaluate()
-    return time.monotonic() - started
 
 
 def _read_value(model: Any, sheet: int, row: int, column: int) -> CellResult:
@@ -183,9 +184,9 @@ def _read_value(model: Any, sheet: int, row: int, column: int) -> CellResult:
     value = model.get_cell_value(sheet, row, column)
     if kind == ironcalc.CellType.ErrorValue:
         if value == "#ERROR!":
-            return CannotEvaluate("parse-error", "IronCalc could not parse the formula")
+            return abstention("ironcalc-parse-error")
         if value == "#N/IMPL!":
-            return CannotEvaluate("unsupported-function", "IronCalc has not implemented part of the formula (#N/IMPL!)")
+            return abstention("ironcalc-not-implemented")
         return ExcelError(str(value))
     if kind == ironcalc.CellType.LogicalValue:
         return bool(value)

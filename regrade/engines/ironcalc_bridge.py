@@ -73,13 +73,12 @@ from regrade.engines.functions.lookup import NA, NotImplementedMode, lookup, xlo
 from regrade.engines.functions.text import text_input
 from regrade.engines.functions.values import as_number, general_text
 from regrade.engines.readings import unknown_functions
+from regrade.workbook.formula import MAX_COLUMNS, MAX_ROWS, bare_name
 
 MAX_PASSES = 6
 MAX_LEVELS = 100
 MAX_ROUNDS = 20
 MAX_ARRAY_CELLS = 200_000
-MAX_COLUMNS = 16_384
-MAX_ROWS = 1_048_576
 VALUE = ExcelError("#VALUE!")
 _CANDIDATE = re.compile(
     r"(?<![A-Za-z0-9_.])(?:_xlfn\.)?(?:aggregate|subtotal|xlookup|xmatch|lookup|sum|average|min|max|count|small|large"
@@ -95,7 +94,7 @@ _POSITIONAL = re.compile(r"(?:ROW|COLUMN)\(\s*\)|\b(?:CELL|INDIRECT|OFFSET)\(", 
 _WHOLE_SHEET = re.compile(r"(!|[(,=+\-*/&^<>])\s*:(?=\s*[,)])")  # a bare ":" where a reference stands
 _NUMBER = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$")
 
-Cell = tuple[int, int, int]  # sheet index, row, column
+ModelCell = tuple[int, int, int]  # a cell of an IronCalc model: sheet index, row, column
 
 
 @dataclass
@@ -122,7 +121,7 @@ class Argument:
 class _Call:
     """The innermost bridged call of one cell's formula."""
 
-    cell: Cell
+    cell: ModelCell
     function: str
     tokens: list[Token]
     start: int
@@ -154,12 +153,12 @@ class _Call:
 class Bridged:
     """What the bridge did to a model."""
 
-    originals: dict[Cell, str]  # each cell it rewrote: the cell's original formula
-    skipped: dict[Cell, str]  # cells it should have computed but left to IronCalc: the function
+    originals: dict[ModelCell, str]  # each cell it rewrote: the cell's original formula
+    skipped: dict[ModelCell, str]  # cells it should have computed but left to IronCalc: the function
 
 
-def bridge_functions(model: Any, array_cells: set[Cell] = frozenset(), only_missing: bool = False,
-                     order: Callable[[list[Cell]], list[list[Cell]] | None] | None = None) -> Bridged:
+def bridge_functions(model: Any, array_cells: set[ModelCell] = frozenset(), only_missing: bool = False,
+                     order: Callable[[list[ModelCell]], list[list[ModelCell]] | None] | None = None) -> Bridged:
     """Compute every bridged call into the model's formulas.
 
     ``array_cells`` are the cells holding array formulas (:func:`regrade.workbook.sheets.array_formula_cells`).
@@ -171,8 +170,8 @@ def bridge_functions(model: Any, array_cells: set[Cell] = frozenset(), only_miss
     settle, or because the call reads a LET or LAMBDA name, which means nothing outside the
     formula) are reported as skipped: the caller abstains on what depends on them.
     """
-    originals: dict[Cell, str] = {}
-    functions: dict[Cell, str] = {}  # the bridged function of each cell found
+    originals: dict[ModelCell, str] = {}
+    functions: dict[ModelCell, str] = {}  # the bridged function of each cell found
     for sheet, row, column in model.get_all_cells():
         formula = _repair_rendering(model.get_cell_formula(sheet, row, column))
         cell = (sheet, row, column)
@@ -197,10 +196,10 @@ def bridge_functions(model: Any, array_cells: set[Cell] = frozenset(), only_miss
     return Bridged({cell: originals[cell] for cell in originals if settled[cell] != originals[cell]}, skipped)
 
 
-def _settle_in_passes(model: Any, originals: dict[Cell, str], array_cells: set[Cell],
-                      subtotal_cells: set[Cell]) -> dict[Cell, str] | None:
+def _settle_in_passes(model: Any, originals: dict[ModelCell, str], array_cells: set[ModelCell],
+                      subtotal_cells: set[ModelCell]) -> dict[ModelCell, str] | None:
     """Resolve every formula, pass after pass, until a pass changes nothing; None if none does so in time."""
-    previous: dict[Cell, str] = {}
+    previous: dict[ModelCell, str] = {}
     for _ in range(MAX_PASSES):
         current = _resolve_on_copy(model, originals, array_cells, subtotal_cells)
         if current == previous:
@@ -210,13 +209,13 @@ def _settle_in_passes(model: Any, originals: dict[Cell, str], array_cells: set[C
     return None
 
 
-def _settle_by_level(model: Any, originals: dict[Cell, str], array_cells: set[Cell], subtotal_cells: set[Cell],
-                     levels: list[list[Cell]]) -> dict[Cell, str] | None:
+def _settle_by_level(model: Any, originals: dict[ModelCell, str], array_cells: set[ModelCell], subtotal_cells: set[ModelCell],
+                     levels: list[list[ModelCell]]) -> dict[ModelCell, str] | None:
     """Resolve the formulas one dependency level at a time, each from the settled levels before it;
     one pass over all of them then checks that nothing changes (None if something does)."""
     if len(levels) > MAX_LEVELS:
         return None
-    settled: dict[Cell, str] = {}
+    settled: dict[ModelCell, str] = {}
     for level in levels:
         resolved = _resolve_on_copy(model, {cell: originals[cell] for cell in level}, array_cells, subtotal_cells)
         _write(model, resolved)
@@ -224,8 +223,8 @@ def _settle_by_level(model: Any, originals: dict[Cell, str], array_cells: set[Ce
     return settled if _resolve_on_copy(model, originals, array_cells, subtotal_cells) == settled else None
 
 
-def _resolve_on_copy(model: Any, originals: dict[Cell, str], array_cells: set[Cell],
-                     subtotal_cells: set[Cell]) -> dict[Cell, str]:
+def _resolve_on_copy(model: Any, originals: dict[ModelCell, str], array_cells: set[ModelCell],
+                     subtotal_cells: set[ModelCell]) -> dict[ModelCell, str]:
     """The formulas with their bridged calls resolved against a copy of the model as it stands."""
     import ironcalc
 
@@ -237,14 +236,14 @@ def _resolve_on_copy(model: Any, originals: dict[Cell, str], array_cells: set[Ce
         return dict(originals)
 
 
-def _write(model: Any, formulas: dict[Cell, str]) -> None:
+def _write(model: Any, formulas: dict[ModelCell, str]) -> None:
     for (sheet, row, column), text in formulas.items():
         model.update_cell_with_formula(sheet, row, column, text)
     model.evaluate()
 
 
-def _resolve_all(copy: Any, originals: dict[Cell, str], array_cells: set[Cell],
-                 subtotal_cells: set[Cell]) -> dict[Cell, str]:
+def _resolve_all(copy: Any, originals: dict[ModelCell, str], array_cells: set[ModelCell],
+                 subtotal_cells: set[ModelCell]) -> dict[ModelCell, str]:
     """Every formula with its bridged calls replaced, innermost first, all formulas in step
     (``subtotal_cells``: the SUBTOTAL/AGGREGATE formulas, which their callers may skip)."""
     formulas = dict(originals)
@@ -282,7 +281,7 @@ def _holds_missing(formula: str) -> bool:
     return re.search(r"(?<![A-Za-z0-9_.])(?:_xlfn\.)?aggregate\(", formula, re.IGNORECASE) is not None
 
 
-def _innermost(cell: Cell, formula: str, in_array_formula: bool,
+def _innermost(cell: ModelCell, formula: str, in_array_formula: bool,
                known: dict[str, list[Token]] | None = None) -> _Call | None:
     """The first bridged call of the formula that holds no other bridged call (``known``: tokens
     of formulas already read)."""
@@ -297,7 +296,7 @@ def _innermost(cell: Cell, formula: str, in_array_formula: bool,
     for index, token in enumerate(tokens):
         if token.subtype == Token.OPEN and token.type in (Token.FUNC, Token.PAREN, Token.ARRAY):
             head = token.value[:-1] if token.type == Token.FUNC else ""
-            name = head[head.rfind(":") + 1 :].upper().removeprefix("_XLFN.")  # the tokenizer keeps A1: in A1:INDEX(
+            name = bare_name(head[head.rfind(":") + 1 :])  # the tokenizer keeps A1: in A1:INDEX(
             stack.append((index, name, [[]], False))
             continue
         if token.subtype == Token.CLOSE and stack:
@@ -340,15 +339,15 @@ def _reads_local_names(call: _Call, formula: str) -> bool:
 class _Scratch:
     """Evaluates argument expressions on the copy, all at once, right of each sheet's used range."""
 
-    def __init__(self, copy: Any, subtotal_cells: set[Cell]):
+    def __init__(self, copy: Any, subtotal_cells: set[ModelCell]):
         self.copy = copy
         self.subtotal_cells = subtotal_cells  # their formulas may already hold literals
         self.names = [p["name"] for p in copy.get_worksheets_properties()]
-        self.expressions: dict[tuple, dict] = {}  # key -> {"cell": Cell, "text": str, "rows", "columns", "at"}
+        self.expressions: dict[tuple, dict] = {}  # key -> {"cell": ModelCell, "text": str, "rows", "columns", "at"}
         self.next_in_row: dict[tuple[int, int], int] = {}
         self.first_free = {s: copy.get_sheet_dimensions(s)[3] + 2 for s in range(len(self.names))}
 
-    def plan(self, cell: Cell, text: str) -> tuple:
+    def plan(self, cell: ModelCell, text: str) -> tuple:
         """What the argument is: a literal, a reference or a key of an expression to evaluate."""
         if text == "":
             return ("omitted",)

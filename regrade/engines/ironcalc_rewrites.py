@@ -20,6 +20,7 @@ import re
 from typing import Callable
 
 from openpyxl.formula.tokenizer import Token, Tokenizer
+from regrade.workbook.formula import MAX_ROWS, bare_name
 
 # function -> which arguments (0-based) are ranges; None: every even one (COUNTIFS pairs)
 _RANGE_ARGUMENTS: dict[str, set[int] | None] = {
@@ -36,7 +37,6 @@ _RANGE = re.compile(
     r"^(?P<prefix>(?:(?P<sheet>'(?:[^']|'')+'|[A-Za-z0-9_.]+))!)?"
     r"(?P<left>\$?[A-Z]{1,3}\$?)(?P<top>\d+):(?P<right>\$?[A-Z]{1,3}\$?)(?P<bottom>\d+)$"
 )
-MAX_ROW = 1_048_576
 BLANK = "$XFD$1048576:$XFD$1048576"  # a cell no workbook here uses (checked by the caller)
 CLIP_BEYOND = 10_000  # rows past the last used one worth cutting
 
@@ -48,7 +48,7 @@ def last_row_readers(last_rows: dict[str, int]) -> Callable[[str], LastRow | Non
     row of the sheet a reference names (``last_rows`` keyed by lower-cased sheet name). None
     for every sheet when some sheet reaches the grid's last row: then ``$XFD$1048576``, the
     blank cell the cut counts with, may not be blank."""
-    if MAX_ROW in last_rows.values():
+    if MAX_ROWS in last_rows.values():
         return lambda home: None
     return lambda home: (lambda sheet: last_rows.get((sheet or home).lower()))
 
@@ -67,7 +67,7 @@ def rewrite_criteria_calls(formula: str, last_row: LastRow | None = None) -> str
     changed = False
     for index, token in enumerate(tokens):
         if token.subtype == Token.OPEN and token.type in (Token.FUNC, Token.PAREN, Token.ARRAY):
-            name = token.value[:-1].upper().removeprefix("_XLFN.") if token.type == Token.FUNC else None
+            name = bare_name(token.value[:-1]) if token.type == Token.FUNC else None
             stack.append(_Frame(name, tokens, index))
         elif token.subtype == Token.CLOSE and stack:
             frame = stack.pop()

@@ -29,23 +29,24 @@ from typing import Sequence
 from regrade.engines.base import Engine
 from regrade.values import CellRef, WorkbookFailure, WorkbookValues
 
-DEFAULT_TIMEOUT_S = 60.0
-DEFAULT_MEMORY_MB = 4096
 WORKBOOKS_PER_WORKER = 100
+START_TIMEOUT_S = 120.0  # a worker's engine getting ready (LibreOffice starting soffice): no workbook's time
 ORPHAN_CHECK_S = 2.0
 OUT_OF_MEMORY_EXIT = 3  # a worker that could not even report running out of memory
 _FRESH_START_FAULTS = ("crashed", "memory-limit")
 
 
 class IsolatedEngine:
-    """The same engine, in a worker process under a time and memory limit."""
+    """The same engine, in a worker process under the time and memory limit of its settings."""
 
-    def __init__(self, engine: Engine, timeout_s: float = DEFAULT_TIMEOUT_S, memory_mb: int | None = DEFAULT_MEMORY_MB):
+    def __init__(self, engine: Engine):
         self.engine = engine
+        self.settings = engine.settings
         self.name = engine.name
         self.full = engine.full
-        self.timeout_s = timeout_s
-        self.memory_mb = memory_mb
+        self.in_default_consensus = engine.in_default_consensus
+        self.timeout_s = engine.settings.timeout_s
+        self.memory_mb = engine.settings.memory_mb
         self._worker: BaseProcess | None = None
         self._connection: Connection | None = None
         self._served = 0
@@ -55,6 +56,9 @@ class IsolatedEngine:
 
     def unavailable_reason(self) -> str | None:
         return self.engine.unavailable_reason()
+
+    def start(self) -> None:
+        return None  # the worker starts its engine when it starts
 
     def evaluate(self, path: Path, cells: Sequence[CellRef]) -> WorkbookValues:
         fresh = self._worker is None
@@ -70,6 +74,7 @@ class IsolatedEngine:
             if self._worker.is_alive():
                 self._worker.kill()
             self._worker.join(5)
+            self.engine.close()  # what the killed worker's engine left (LibreOffice: its profile, by name)
         self._worker, self._connection, self._served = None, None, 0
 
     def __del__(self) -> None:
@@ -81,7 +86,8 @@ class IsolatedEngine:
     def _evaluate_once(self, path: Path, cells: list[CellRef]) -> WorkbookValues:
         if self._worker is None or not self._worker.is_alive() or self._served >= WORKBOOKS_PER_WORKER:
             self.close()
-            self._start()
+            if (failure := self._start()) is not None:
+                return WorkbookValues(failure=failure)
         assert self._connection is not None and self._worker is not None
         try:
             self._connection.send((path, cells))
@@ -100,13 +106,22 @@ class IsolatedEngine:
         self.close()  # a worker that ran out of memory or raised is not trusted with the next workbook
         return WorkbookValues(failure=outcome)
 
-    def _start(self) -> None:
+    def _start(self) -> WorkbookFailure | None:
+        """A fresh worker with its engine started (outside any workbook's time), or why not."""
         context = multiprocessing.get_context("fork")
         ours, theirs = context.Pipe(duplex=True)
         self._worker = context.Process(target=_serve, args=(self.engine, self.memory_mb, theirs, ours), daemon=True)
         self._worker.start()
         theirs.close()
         self._connection = ours
+        try:
+            ready = ours.poll(START_TIMEOUT_S) and ours.recv()
+        except (EOFError, OSError):
+            ready = None
+        if ready is True:
+            return None
+        self.close()
+        return WorkbookFailure("crashed", f"{self.name} did not start in its worker" if not ready else str(ready))
 
 
 def _death(engine: str, exitcode: int | None, memory_mb: int | None) -> WorkbookFailure:
@@ -134,6 +149,12 @@ def _serve(engine: Engine, memory_mb: int | None, connection: Connection, parent
     if memory_mb:
         limit = memory_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    try:
+        engine.start()
+        connection.send(True)
+    except BaseException as exc:  # an engine that cannot start says so; the parent reports it per workbook
+        connection.send(f"{engine.name} could not start: {type(exc).__name__}: {exc}")
+        os._exit(0)
     parent = os.getppid()
     while True:
         try:
@@ -166,3 +187,14 @@ def _evaluate(engine: Engine, path: Path, cells: list[CellRef],
             return WorkbookFailure("crashed", f"{engine.name} raised {type(exc).__name__}: {exc}")
     except MemoryError:  # memory ran out again while the first error was handled
         return out_of_memory
+
+
+def die_with_parent() -> None:
+    """For a child process (``preexec_fn``): be killed when the process that started it dies,
+    so that a worker killed at its time limit leaves no helper running (Linux; elsewhere nothing)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass

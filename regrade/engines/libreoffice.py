@@ -39,17 +39,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from regrade.values import EXCEL_ERROR_CODES, CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues
-from regrade.workbook.calls import QUOTED, READS_TEXT_AS_DATE, TAKES_A_DATE, Call, calls, reads_a_date_from_text
-from regrade.workbook.cones import load_graph
-from regrade.engines.isolation import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S
+from regrade.engines.base import DEFAULT_MEMORY_MB, EngineSettings
+from regrade.engines.isolation import die_with_parent
 from regrade.engines.libreoffice_files import office_environment, remove_office_files
 from regrade.engines.libreoffice_rewrites import libreoffice_rewrites
+from regrade.engines.pipeline import ComputingEngine
 from regrade.engines.readings import unknown_functions
-from regrade.workbook.screening import screen
-from regrade.workbook.sheets import formula_texts, resolve_sheet
+from regrade.engines.rules import BY_ID, abstention
 from regrade.engines.tools import version_output
-from regrade.engines.unrepeatable import abstain_where_no_engine_can
+from regrade.values import EXCEL_ERROR_CODES, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues
+from regrade.workbook.analysis import WorkbookAnalysis
+from regrade.workbook.calls import QUOTED, READS_TEXT_AS_DATE, TAKES_A_DATE, Call, calls, reads_a_date_from_text
+from regrade.workbook.sheets import formula_texts, resolve_sheet
 
 SYSTEM_PYTHON = "/usr/bin/python3"
 WORKER = Path(__file__).with_name("libreoffice_worker.py")
@@ -83,14 +84,14 @@ def network_sandbox() -> list[str]:
     return command if works else []
 
 
-class LibreOfficeEngine:
+class LibreOfficeEngine(ComputingEngine):
     name = "libreoffice"
     full = True
-    isolates_itself = True
 
-    def __init__(self, timeout_s: float = DEFAULT_TIMEOUT_S, memory_mb: int = DEFAULT_MEMORY_MB):
-        self.timeout_s = timeout_s
-        self.memory_mb = memory_mb
+    def __init__(self, settings: EngineSettings = EngineSettings()) -> None:
+        super().__init__(settings)
+        self.timeout_s = settings.timeout_s
+        self.memory_mb = settings.memory_mb or DEFAULT_MEMORY_MB
         self._helper: subprocess.Popen | None = None
         self._profile: str | None = None
         atexit.register(self.close)
@@ -103,14 +104,19 @@ class LibreOfficeEngine:
             return "soffice is not on PATH: apt-get install libreoffice-calc-nogui"
         return _uno_reason()
 
-    def evaluate(self, path: Path, cells: Sequence[CellRef]) -> WorkbookValues:
-        screening = screen(path)
-        if screening.failure is not None:
-            return WorkbookValues(failure=screening.failure)
-        if screening.network_functions:
-            calls = ", ".join(screening.network_functions)
+    def start(self) -> None:
+        """Start soffice before the first workbook, so that its start-up is no workbook's time."""
+        try:
+            self._ensure_helper()
+        except RuntimeError:
+            pass  # the first workbook reports it
+
+    def compute(self, analysis: WorkbookAnalysis, cells: Sequence[CellRef]) -> WorkbookValues:
+        path = analysis.path
+        if analysis.screening.network_functions:
+            called = ", ".join(analysis.screening.network_functions)
             return WorkbookValues(failure=WorkbookFailure(
-                "network-function", f"the workbook calls {calls}, which LibreOffice would fetch from the network"))
+                "network-function", f"the workbook calls {called}, which LibreOffice would fetch from the network"))
         try:
             helper = self._ensure_helper()
         except RuntimeError as exc:
@@ -134,7 +140,7 @@ class LibreOfficeEngine:
             return WorkbookValues(failure=WorkbookFailure("timeout", f"LibreOffice took longer than {self.timeout_s:g} s"))
         if not reply.get("ok"):
             return WorkbookValues(failure=WorkbookFailure(reply.get("reason", "crashed"), reply.get("detail", "")))
-        return abstain_where_no_engine_can(path, _abstain_on_departures(path, _values(reply, cells)))
+        return _abstain_on_departures(analysis, _values(reply, cells))
 
     def _ensure_helper(self) -> subprocess.Popen:
         if self._helper is not None and self._helper.poll() is None:
@@ -145,6 +151,7 @@ class LibreOfficeEngine:
             [SYSTEM_PYTHON, str(WORKER), self._profile, str(self.memory_mb), *network_sandbox()],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
             start_new_session=True,  # the helper and its soffice share a process group we can kill
+            preexec_fn=die_with_parent,  # a worker killed at its time limit takes the helper with it
             env=office_environment(self._profile),
         )
         ready = self._read_line(self._helper, START_TIMEOUT_S)
@@ -186,11 +193,12 @@ _OPERATOR_OR_CALL = re.compile(r"[-+*/^&=<>(){]")
 
 @dataclass(frozen=True)
 class _Departure:
-    """A way of calling a function where LibreOffice departs from Excel and regrade cannot mend it."""
+    """A way of calling a function where LibreOffice departs from Excel and regrade cannot
+    mend it; ``rule`` is its row in :mod:`regrade.engines.rules`, which says why and where seen."""
 
     function: str
     departs: Callable[[Call], bool]
-    why: str
+    rule: str
     only_on: ExcelError | None = None  # a cell abstains only when LibreOffice's value is this error
 
 
@@ -204,42 +212,29 @@ def _approximate_match_over_computed_array(call: Call) -> bool:
 
 
 _DEPARTURES = (
-    # MATCH(2, 1/(A1:A9="x")), the idiom for the last "x" (SpreadsheetBench task 59902)
-    _Departure("MATCH", _approximate_match_over_computed_array,
-               "LibreOffice's approximate MATCH over a computed array gives the first match, not Excel's binary-search answer"),
-    # Excel's caches in task 44389 read it as TRUE; LibreOffice reads FALSE; regrade does not settle it
-    _Departure("TEXTJOIN", lambda call: len(call.args) >= 2 and call.args[1] == "",
-               "TEXTJOIN's ignore_empty is written as nothing, which LibreOffice reads as FALSE and Excel may not"),
-    # "1Jan2016" is a date to Excel (the caches of task 46646), #VALUE! to LibreOffice; where
-    # LibreOffice reads the text, it reads it as Excel does (task 55392: "1-JAN"&year)
-    *(_Departure(name, reads_a_date_from_text, f"#VALUE! from {name} of a text: LibreOffice reads fewer texts "
-                 "as dates than Excel (\"1Jan2016\")", only_on=_VALUE) for name in TAKES_A_DATE + READS_TEXT_AS_DATE),
-    # LibreOffice's FILTERXML gives the first node only, in an array formula too (task 54144)
-    _Departure("FILTERXML", lambda call: True, "LibreOffice's FILTERXML gives the first match only, where Excel gives all"),
-    # OFFSET(A1:A17,,{1,2,3}) is three references to Excel (SUMIF sums each), the first only to LibreOffice (task 50250)
-    _Departure("OFFSET", lambda call: any(arg.startswith("{") for arg in call.args[1:]),
-               "LibreOffice's OFFSET over an array of offsets or sizes gives the first reference only"),
-    # VLOOKUP(x, range, {9,10}, 0) of empty cells: MEDIAN skips them in Excel (task 10281 caches
-    # "Pass" for MEDIAN(H15, that) = H15); LibreOffice gives 0 for them
-    *(_Departure(name, lambda call: len(call.args) >= 3 and call.args[2].startswith("{"),
-                 f"LibreOffice's {name} over an array of column or row numbers gives 0 for an empty cell, "
-                 "which Excel's functions skip") for name in ("VLOOKUP", "HLOOKUP")),
-    # k beyond the count: #NUM! in Excel, #VALUE! in LibreOffice (task 15825: INDEX(..., SMALL(IF(...), ROWS(...))))
-    *(_Departure(name, lambda call: True, f"LibreOffice's {name} gives #VALUE! where Excel gives #NUM! (k beyond the count)",
-                 only_on=_VALUE) for name in ("SMALL", "LARGE")),
+    _Departure("MATCH", _approximate_match_over_computed_array, "libreoffice-approximate-match"),
+    _Departure("TEXTJOIN", lambda call: len(call.args) >= 2 and call.args[1] == "", "libreoffice-textjoin-empty-flag"),
+    # where LibreOffice reads the text, it reads it as Excel does (task 55392: "1-JAN"&year)
+    *(_Departure(name, reads_a_date_from_text, "libreoffice-date-text", only_on=_VALUE)
+      for name in TAKES_A_DATE + READS_TEXT_AS_DATE),
+    _Departure("FILTERXML", lambda call: True, "libreoffice-filterxml"),
+    _Departure("OFFSET", lambda call: any(arg.startswith("{") for arg in call.args[1:]), "libreoffice-offset-array"),
+    *(_Departure(name, lambda call: len(call.args) >= 3 and call.args[2].startswith("{"), "libreoffice-lookup-column-array")
+      for name in ("VLOOKUP", "HLOOKUP")),
+    *(_Departure(name, lambda call: True, "libreoffice-small-large-k", only_on=_VALUE) for name in ("SMALL", "LARGE")),
 )
 
 
-def _abstain_on_departures(path: Path, values: WorkbookValues) -> WorkbookValues:
+def _abstain_on_departures(analysis: WorkbookAnalysis, values: WorkbookValues) -> WorkbookValues:
     """A graded cell with one of :data:`_DEPARTURES` in its dependency cone abstains. A look
     at the formula texts of the sheet XML first keeps the formula graph off the common path."""
     if values.failure is not None or not values.formulas:
         return values
     errors = {v for v in values.cells.values() if isinstance(v, ExcelError)}
     possible = [d for d in _DEPARTURES if d.only_on is None or d.only_on in errors]
-    texts = formula_texts(path, tuple(f"{d.function}(" for d in possible)) if possible else []
+    texts = formula_texts(analysis.path, tuple(f"{d.function}(" for d in possible)) if possible else []
     present = [d for d in possible if any(_departure(d, text) for text in texts)]
-    graph = load_graph(path) if present else None
+    graph = analysis.graph() if present else None
     if graph is None:
         return values
     for ref in values.formulas:
@@ -248,7 +243,7 @@ def _abstain_on_departures(path: Path, values: WorkbookValues) -> WorkbookValues
         cone = graph.formulas_in_cone([(sheet, ref.row, ref.column)]) if sheet is not None and relevant else []
         found = next((d for d in relevant for text in cone if _departure(d, text)), None)
         if found is not None:
-            values.cells[ref] = CannotEvaluate("unsupported-function", found.why)
+            values.cells[ref] = abstention(found.rule, f"{found.function}: {BY_ID[found.rule].why}")
     return values
 
 
@@ -275,14 +270,14 @@ def _values(reply: dict, cells: Sequence[CellRef]) -> WorkbookValues:
 def _cell_value(kind: str, raw: object, number_format: str | None, formula: str | None) -> CellResult:
     unknown = unknown_functions(formula) if formula else []
     if unknown:
-        return CannotEvaluate("unsupported-function", f"LibreOffice lacks {', '.join(unknown)}")
+        return abstention("libreoffice-lacks-function", f"LibreOffice lacks {', '.join(unknown)}")
     if kind == "error":
         code = str(raw)
         if code == "#NAME?":
-            return CannotEvaluate("unsupported-function", "LibreOffice gives #NAME? (an unknown function or name)")
+            return abstention("libreoffice-name-error")
         if code in EXCEL_ERROR_CODES:
             return ExcelError(code)
-        return CannotEvaluate("engine-error", f"LibreOffice {code}")
+        return abstention("libreoffice-engine-error", f"LibreOffice {code}")
     if kind == "number":
         return float(raw)  # type: ignore[arg-type]  # LibreOffice's automatic formats are not the file's
     if kind == "bool":

@@ -24,6 +24,7 @@ from openpyxl.worksheet.formula import ArrayFormula
 
 from regrade.workbook.sheets import formula_text, load_formula_book, mentions
 from regrade.workbook.structured import structured_rewrites
+from regrade.workbook.formula import bare_name
 
 MAX_FORMULA_LENGTH = 8192  # Excel's limit; nested MODs grow threefold a level, nested DAYs fivefold
 Rewrite = tuple[str, int, int, str, str | None]  # sheet, row, column, formula, array formula range
@@ -80,7 +81,7 @@ _REWRITTEN = ("MOD(", *_DATE_PARTS)
 def _excel_call(opening: str, args: list[str]) -> str | None:
     """Excel's semantics of a MOD, DAY, MONTH or YEAR call in LibreOffice's terms; None for
     another function, "" for a call of the wrong shape."""
-    name = opening.upper().removeprefix("_XLFN.")
+    name = bare_name(opening)
     if name == "MOD(":
         if len(args) != 2:
             return ""

@@ -16,32 +16,36 @@ on what pycel misses abstains (:mod:`regrade.engines.totals`).
 from __future__ import annotations
 
 import warnings
-from pathlib import Path
 from typing import Any, Sequence
 
 from openpyxl.utils import get_column_letter
 
-from regrade.values import EXCEL_ERROR_CODES, CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues
-from regrade.workbook.cones import Area, FormulaGraph
-from regrade.workbook.screening import refusal
-from regrade.workbook.sheets import mentions, resolve_sheet
-from regrade.engines.totals import computed_total, counts_nested_subtotals, is_direct_total, meets_a_filter, skips_hidden_rows
+from regrade.engines.base import EngineSettings
+from regrade.engines.pipeline import ComputingEngine
+from regrade.engines.rules import abstention
 from regrade.engines.tools import PythonPackageEngine
-from regrade.engines.unrepeatable import abstain_where_no_engine_can
+from regrade.engines.totals import TotalsDefects, is_direct_total, mend_totals
+from regrade.values import EXCEL_ERROR_CODES, CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues
+from regrade.workbook.analysis import WorkbookAnalysis
+from regrade.workbook.cones import Area, FormulaGraph
+from regrade.workbook.sheets import mentions, resolve_sheet
 
 
-class PycelEngine(PythonPackageEngine):
+class PycelEngine(PythonPackageEngine, ComputingEngine):
     package = "pycel"
     name = "pycel"
     full = True
     # 59.5% of Excel's cells in SpreadsheetBench answers (DESIGN §3): opt-in with --engines
     in_default_consensus = False
 
-    def evaluate(self, path: Path, cells: Sequence[CellRef]) -> WorkbookValues:
+    def __init__(self, settings: EngineSettings = EngineSettings()) -> None:
+        super().__init__(settings)
+        self.import_package()
+
+    def compute(self, analysis: WorkbookAnalysis, cells: Sequence[CellRef]) -> WorkbookValues:
         from pycel import ExcelCompiler
 
-        if (refused := refusal(path)) is not None:
-            return refused
+        path = analysis.path
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -77,8 +81,8 @@ class PycelEngine(PythonPackageEngine):
                 continue
             result.cells[ref] = _attempt(compiler, address)
         if graph is not None and recalculated:
-            _mend_totals(compiler, graph, result)
-        return abstain_where_no_engine_can(path, result)
+            mend_totals(graph, result, lambda area: _read_area(compiler, area), _DEFECTS)
+        return result
 
 
 def _recalculate(compiler: Any, passes: int = 4) -> bool:
@@ -132,23 +136,9 @@ def _read_area(compiler: Any, area: Area) -> list[list[object]]:
     return [[_as_result(v) for v in row] for row in values]
 
 
-def _mend_totals(compiler: Any, graph: FormulaGraph, result: WorkbookValues) -> None:
-    """pycel lacks AGGREGATE, and its SUBTOTAL counts hidden and filtered rows and nested
-    subtotals: a graded cell whose value depends on that is computed by regrade when it is
-    such a call over references itself, and abstains otherwise (:mod:`regrade.engines.totals`)."""
-    hidden = any(rows.hidden for rows in graph.hidden_rows.values())
-    for ref in result.formulas:
-        cell = (resolve_sheet(ref.sheet, graph.sheets), ref.row, ref.column)
-        misses = (hidden and skips_hidden_rows(graph, cell)) or meets_a_filter(graph, cell) \
-            or counts_nested_subtotals(graph, cell)
-        if not (misses or isinstance(result.cells.get(ref), CannotEvaluate)):
-            continue
-        computed = computed_total(graph, cell, lambda area: _read_area(compiler, area))
-        if computed is not None:
-            result.cells[ref] = computed
-        elif misses:
-            result.cells[ref] = CannotEvaluate(
-                "unsupported-function", "pycel's SUBTOTAL counts hidden or filtered rows and nested subtotals")
+# pycel lacks AGGREGATE, and its SUBTOTAL counts hidden and filtered rows and nested subtotals
+_DEFECTS = TotalsDefects(hidden=True, hidden_only_where_rows_are_hidden=True, filtered=True, nested=True,
+                         computes_lacking=True)
 
 
 def _attempt(compiler: Any, address: str) -> CellResult:
@@ -160,10 +150,11 @@ def _attempt(compiler: Any, address: str) -> CellResult:
         raise
     except Exception as exc:
         last = (str(exc).strip().splitlines() or [type(exc).__name__])[-1][:200]
-        reason = "unsupported-function" if _lacks_a_function(exc) else "engine-error"
-        return CannotEvaluate(reason, f"pycel: {last}")
+        if _lacks_a_function(exc):
+            return abstention("pycel-lacks-function", f"pycel: {last}")
+        return CannotEvaluate("engine-error", f"pycel: {last}")
     if value == "#NAME?":  # an unknown name or function (defined names fail with openpyxl 3.1)
-        return CannotEvaluate("unsupported-function", "pycel gives #NAME? (an unknown function or name)")
+        return abstention("pycel-name-error")
     if isinstance(value, tuple):  # a range: pycel gives rows of values; the cell is the first
         value = value[0][0] if value and value[0] else None
     return _as_result(value)

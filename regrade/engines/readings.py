@@ -12,6 +12,7 @@ from openpyxl.styles.numbers import is_date_format, is_timedelta_format
 from openpyxl.utils.datetime import from_excel
 
 from regrade.values import PlainValue
+from regrade.workbook.formula import bare_name
 
 _LOWER_CASE_CALL = re.compile(r"(?<![A-Za-z0-9_.])((?:_xl[a-z]+\.)?[a-z][a-z0-9_.]*)\(")
 _STRING_LITERAL = re.compile(r'"(?:[^"]|"")*"')
@@ -35,4 +36,4 @@ def unknown_functions(formula: str) -> list[str]:
     """
     code = _STRING_LITERAL.sub('""', formula)
     names = (m.group(1) for m in _LOWER_CASE_CALL.finditer(code))
-    return sorted({n.upper().removeprefix("_XLFN.").removeprefix("_XLWS.") for n in names})
+    return sorted({bare_name(n) for n in names})

@@ -2,52 +2,57 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from dataclasses import dataclass
 
-from regrade.engines.base import Engine
+from regrade.engines.base import DEFAULT_BRIDGE_WORK, DEFAULT_TIMEOUT_S, Engine, EngineFactory, EngineSettings
 from regrade.engines.cached import CachedEngine
 from regrade.engines.formulas import FormulasEngine
 from regrade.engines.gnumeric import GnumericEngine
 from regrade.engines.ironcalc import IronCalcEngine
-from regrade.engines.isolation import DEFAULT_TIMEOUT_S, IsolatedEngine
+from regrade.engines.isolation import IsolatedEngine
 from regrade.engines.libreoffice import LibreOfficeEngine
 from regrade.engines.pycel import PycelEngine
 
-ENGINES: dict[str, Callable[[], Engine]] = {
-    CachedEngine.name: CachedEngine,
-    IronCalcEngine.name: IronCalcEngine,
-    LibreOfficeEngine.name: LibreOfficeEngine,
-    GnumericEngine.name: GnumericEngine,
-    FormulasEngine.name: FormulasEngine,
-    PycelEngine.name: PycelEngine,
+
+@dataclass(frozen=True)
+class EngineInfo:
+    """What the registry knows of an engine before opening it."""
+
+    name: str
+    full: bool  # recomputes formulas (False: the cached, value-only view)
+    in_default_consensus: bool  # joins the consensus unless --engines says otherwise
+    make: EngineFactory
+
+
+ENGINES: dict[str, EngineInfo] = {
+    kind.name: EngineInfo(kind.name, kind.full, kind.in_default_consensus, kind)
+    for kind in (CachedEngine, IronCalcEngine, LibreOfficeEngine, GnumericEngine, FormulasEngine, PycelEngine)
 }
-FULL_ENGINES = [name for name, factory in ENGINES.items() if getattr(factory, "full", False)]
+FULL_ENGINES = [name for name, info in ENGINES.items() if info.full]
 
 
-def get_engine(name: str) -> Engine:
+def engine_info(name: str) -> EngineInfo:
     try:
-        return ENGINES[name]()
+        return ENGINES[name]
     except KeyError:
         raise ValueError(f"unknown engine {name!r}; choose one of: {', '.join(ENGINES)}") from None
 
 
-def open_engine(name: str, timeout_s: float = DEFAULT_TIMEOUT_S, as_grader: bool = False) -> Engine:
-    """The engine with its time limit, in a worker process unless it isolates itself.
+def get_engine(name: str, settings: EngineSettings = EngineSettings()) -> Engine:
+    """The engine itself, in this process (for its version and availability, or a test)."""
+    return engine_info(name).make(settings)
+
+
+def open_engine(name: str, timeout_s: float = DEFAULT_TIMEOUT_S, as_grader: bool = False,
+                bridge_work: int = DEFAULT_BRIDGE_WORK) -> Engine:
+    """The engine in a worker process, everything it does for one workbook under that
+    workbook's time and memory limit (:mod:`regrade.engines.isolation`).
 
     ``as_grader``: the engine is a value-only grader's recalculation, so it must keep that
     grader's blind spots; regrade's mending of them (gnumeric's SUBTOTAL) stays off.
     """
-    factory = ENGINES.get(name)
-    if factory is None:
-        raise ValueError(f"unknown engine {name!r}; choose one of: {', '.join(ENGINES)}")
-    if getattr(factory, "isolates_itself", False):
-        return factory(timeout_s=timeout_s)  # type: ignore[call-arg]
-    engine = factory()
-    if as_grader and hasattr(engine, "mends"):
-        engine.mends = False  # type: ignore[attr-defined]
-    if hasattr(engine, "timeout_s"):
-        engine.timeout_s = timeout_s  # type: ignore[attr-defined]
-    return IsolatedEngine(engine, timeout_s=timeout_s)
+    settings = EngineSettings(timeout_s=timeout_s, as_grader=as_grader, bridge_work=bridge_work)
+    return IsolatedEngine(engine_info(name).make(settings))
 
 
 def available_full_engines() -> list[str]:
@@ -57,4 +62,4 @@ def available_full_engines() -> list[str]:
 
 def default_full_engines() -> list[str]:
     """The available full engines that form the consensus unless --engines says otherwise."""
-    return [name for name in available_full_engines() if getattr(ENGINES[name], "in_default_consensus", True)]
+    return [name for name in available_full_engines() if ENGINES[name].in_default_consensus]

@@ -7,6 +7,7 @@ import importlib
 import shutil
 import subprocess
 from importlib import metadata
+from typing import ClassVar
 
 
 @functools.cache
@@ -22,15 +23,15 @@ def version_output(command: str) -> str | None:
 
 
 class PythonPackageEngine:
-    """The availability and version of an engine that is a Python package.
+    """The availability and version of an engine that is a Python package (a mixin).
 
     The package is imported when the engine is made, so that forked workers inherit it
     instead of importing it once per workbook.
     """
 
-    package: str  # the import name, which is also the name on PyPI here
+    package: ClassVar[str]  # the import name, which is also the name on PyPI here
 
-    def __init__(self) -> None:
+    def import_package(self) -> None:
         try:
             importlib.import_module(self.package)
         except ImportError:

@@ -17,15 +17,19 @@ from __future__ import annotations
 
 import datetime
 import re
+from dataclasses import dataclass
 from typing import Callable
 
 from openpyxl.formula.tokenizer import Token, Tokenizer
 from openpyxl.utils.datetime import to_excel
 
-from regrade.values import CannotEvaluate
+from regrade.engines.readings import number_value
+from regrade.engines.rules import abstention
+from regrade.values import CannotEvaluate, CellRef, WorkbookValues
 from regrade.workbook.cones import Area, Cell, FormulaGraph
 from regrade.engines.functions.aggregate import Item, aggregate
-from regrade.workbook.sheets import HiddenRows
+from regrade.workbook.sheets import HiddenRows, resolve_sheet
+from regrade.workbook.formula import bare_name
 
 SKIPPING_HIDDEN = re.compile(r"(?<![A-Za-z0-9_.])SUBTOTAL\(\s*1(?:0[1-9]|1[01])\s*[,)]", re.IGNORECASE)
 _CALLS_SUBTOTAL = re.compile(r"(?<![A-Za-z0-9_.])SUBTOTAL\(", re.IGNORECASE)
@@ -36,6 +40,47 @@ _NUMBERS = frozenset((*range(1, 12), *range(101, 112)))  # SUBTOTAL's
 # An engine's values of an area: rows from area.min_row, cells from area.min_col (an area
 # reaching the grid's edge may stop at the sheet's last used row or column).
 ReadArea = Callable[[Area], list[list[object]]]
+
+
+@dataclass(frozen=True)
+class TotalsDefects:
+    """What an engine gets wrong about SUBTOTAL and AGGREGATE, as data for :func:`mend_totals`."""
+
+    hidden: bool = False  # SUBTOTAL 101-111 (gnumeric: #NUM!; pycel counts rows hidden by hand)
+    hidden_only_where_rows_are_hidden: bool = False  # ... and it matters only where a row is hidden (pycel)
+    filtered: bool = False  # SUBTOTAL 1-11 count the rows a filter hides (IronCalc, gnumeric, pycel)
+    nested: bool = False  # SUBTOTAL counts cells that are themselves subtotals (pycel)
+    computes_lacking: bool = False  # a graded direct call the engine could not compute (AGGREGATE) is computed
+
+    def misses(self, graph: FormulaGraph, cell: Cell) -> bool:
+        """Whether the value of ``cell`` depends on one of these defects."""
+        hidden = self.hidden and (not self.hidden_only_where_rows_are_hidden
+                                  or any(rows.hidden for rows in graph.hidden_rows.values()))
+        return (hidden and skips_hidden_rows(graph, cell)) or (self.filtered and meets_a_filter(graph, cell)) \
+            or (self.nested and counts_nested_subtotals(graph, cell))
+
+
+def mend_totals(graph: FormulaGraph, values: WorkbookValues, read: ReadArea, defects: TotalsDefects) -> None:
+    """The one mending of totals, for every engine that needs it: a graded formula cell whose
+    value depends on one of the engine's ``defects`` (or, with ``computes_lacking``, on which
+    the engine abstained) is computed by regrade when it is itself one call over references
+    (:func:`computed_total`, from the engine's values through ``read``), and abstains
+    otherwise (rule ``totals-not-computed``). A computed number takes the cell's date format."""
+    for ref in values.formulas:
+        sheet = resolve_sheet(ref.sheet, graph.sheets)
+        if sheet is None:
+            continue
+        cell = CellRef(sheet, ref.row, ref.column)
+        misses = defects.misses(graph, cell)
+        lacking = defects.computes_lacking and isinstance(values.cells.get(ref), CannotEvaluate)
+        if not (misses or lacking):
+            continue
+        computed = computed_total(graph, cell, read)
+        if computed is not None:
+            values.cells[ref] = number_value(computed, values.number_formats.get(ref)) if isinstance(computed, float) \
+                else computed
+        elif misses:
+            values.cells[ref] = abstention("totals-not-computed")
 
 
 def skips_hidden_rows(graph: FormulaGraph, cell: Cell) -> bool:
@@ -115,7 +160,7 @@ def _direct_call(formula: str) -> tuple[str, list[float]] | None:
         return None
     if len(tokens) < 5 or tokens[0].subtype != Token.OPEN or tokens[-1].value != ")":
         return None
-    function = tokens[0].value[:-1].upper().removeprefix("_XLFN.")
+    function = bare_name(tokens[0].value[:-1])
     args, separators = tokens[1:-1:2], tokens[2:-1:2]
     if any(t.subtype != Token.ARG for t in separators) or any(t.subtype not in (Token.NUMBER, Token.RANGE) for t in args):
         return None

@@ -34,9 +34,11 @@ from typing import Callable
 
 from openpyxl.formula.tokenizer import Token, Tokenizer
 
-from regrade.values import CannotEvaluate, WorkbookValues
+from regrade.engines.rules import abstention
+from regrade.values import CellRef, WorkbookValues
+from regrade.workbook.analysis import WorkbookAnalysis
 from regrade.workbook.calls import QUOTED, calls
-from regrade.workbook.cones import Area, FormulaGraph, load_graph, plain_area
+from regrade.workbook.cones import Area, FormulaGraph, plain_area
 from regrade.workbook.sheets import MAX_SHEET_BYTES, resolve_sheet
 
 # Day and month in one or two digits, then the year, separated by / . or -, and no digit around
@@ -60,14 +62,14 @@ _APPROXIMATE_CALL = re.compile(rb"X(?:LOOKUP|MATCH)\(", re.IGNORECASE)
 _TIME = r"(?:\s+\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:\s*[AaPp][Mm])?)?"
 
 
-def abstain_where_no_engine_can(path: Path, values: WorkbookValues) -> WorkbookValues:
+def abstain_where_no_engine_can(analysis: WorkbookAnalysis, values: WorkbookValues) -> WorkbookValues:
     """The engine's values, with the cells described above turned into abstentions."""
     if values.failure is not None or not values.cells:
         return values
-    look = _quick_look(path)
+    look = quick_look(analysis.path)
     if not (look.external or look.text_dates or look.intersected or look.approximate):
         return values
-    graph = load_graph(path)
+    graph = analysis.graph()
     if graph is None:
         return values
     dated = _TextDates(graph) if look.text_dates else None
@@ -77,25 +79,21 @@ def abstain_where_no_engine_can(path: Path, values: WorkbookValues) -> WorkbookV
         sheet = resolve_sheet(ref.sheet, graph.sheets)
         if sheet is None:
             continue
-        cell = (sheet, ref.row, ref.column)
+        cell = CellRef(sheet, ref.row, ref.column)
         if look.external and graph.cone([cell]).external:
-            values.cells[ref] = CannotEvaluate("external-link", "the value comes from another workbook (an external link)")
+            values.cells[ref] = abstention("external-link")
             continue
         cone = graph.cells_in_cone([cell])  # one walk for the three checks below
-        if dated is not None and dated.read_by(cone):
-            values.cells[ref] = CannotEvaluate(
-                "locale-date", "the value turns a date typed as text (01/09/2020) into a number, which Excel does "
-                               "by its locale, day or month first; the file does not record it")
+        if dated is not None and (text := dated.read_by(cone)):
+            values.cells[ref] = abstention("locale-date", f"the value turns a date typed as text ({text!r}) into a "
+                                                          "number, which Excel does by its locale, day or month first")
         elif intersected is not None and intersected.read_by(cone):
-            values.cells[ref] = CannotEvaluate(
-                "implicit-intersection", "a plain (not array) formula looks up an array computed from ranges "
-                                         "(MATCH(k, A1:A9&B1:B9, 0)): Excel meets those ranges by implicit "
-                                         "intersection, which no engine here does; as an array formula it is computed")
+            values.cells[ref] = abstention("implicit-intersection")
         elif over_empty is not None and (function := over_empty.read_by(cone)):
-            values.cells[ref] = CannotEvaluate(
-                "unsupported-function", f"{function} with match_mode 1 or -1 over a lookup array that holds empty "
-                                        "cells: Excel ranks empty elements apart from numbers, by a rule no engine "
-                                        "here follows")
+            values.cells[ref] = abstention("approximate-lookup-over-empty",
+                                           f"{function} with match_mode 1 or -1 over a lookup array that holds empty "
+                                           "cells: Excel ranks empty elements apart from numbers, by a rule no engine "
+                                           "here follows")
     return values
 
 
@@ -188,7 +186,7 @@ class _Look:
     approximate: bool = False  # an XLOOKUP or XMATCH call
 
 
-def _quick_look(path: Path) -> _Look:
+def quick_look(path: Path) -> _Look:
     """One pass over the archive: the part names, the shared strings, each sheet once. Never raises."""
     look = _Look()
     try:

@@ -303,7 +303,7 @@ def grade(
         result.message = f"{len(mismatches)} of {len(targets)} graded cells differ from the golden"
     elif result.cells:
         abstentions = [c.value for c in result.cells if isinstance(c.value, CannotEvaluate)]
-        details = sorted({f"{a.reason}: {a.detail}" for a in abstentions})
+        details = sorted({f"{a.key}: {a.detail}" for a in abstentions})
         reasons = [a.reason for a in abstentions]
         result.passed = None
         result.reason = "engines-disagree" if "engines-disagree" in reasons else reasons[0]

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from regrade.engines.cached import CachedEngine
-from regrade.engines.isolation import DEFAULT_TIMEOUT_S
+from regrade.engines.base import DEFAULT_TIMEOUT_S
 from regrade.engines.registry import default_full_engines, open_engine
 from regrade.grading.policies import get_policy
 from regrade.grading.grade import grade_case

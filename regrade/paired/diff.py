@@ -77,5 +77,5 @@ def differing_cells(records: Iterable[dict]) -> list[dict]:
 
 def _text(value: object) -> object:
     if isinstance(value, dict) and "cannot_evaluate" in value:
-        return f"(cannot evaluate: {value['cannot_evaluate']})"
+        return f"(cannot evaluate: {value.get('rule') or value['cannot_evaluate']})"
     return value

@@ -18,9 +18,8 @@ import re
 from dataclasses import dataclass
 
 from openpyxl.utils.cell import column_index_from_string
+from regrade.workbook.formula import MAX_COLUMNS, MAX_ROWS
 
-MAX_ROW = 1_048_576
-MAX_COLUMN = 16_384
 
 _QUOTES = "'\u2018\u2019\u201a\u201b`"
 _RANGE = re.compile(
@@ -186,7 +185,7 @@ def _column(letters: str | None, item: str) -> int | None:
     if letters is None:
         return None
     index = column_index_from_string(letters)
-    if index > MAX_COLUMN:
+    if index > MAX_COLUMNS:
         raise PositionError(f"column {letters} is beyond Excel's last column XFD in {item!r}")
     return index
 
@@ -195,6 +194,6 @@ def _row(digits: str | None, item: str) -> int | None:
     if digits is None:
         return None
     row = int(digits)
-    if not 1 <= row <= MAX_ROW:
-        raise PositionError(f"row {row} is outside 1..{MAX_ROW} in {item!r}")
+    if not 1 <= row <= MAX_ROWS:
+        raise PositionError(f"row {row} is outside 1..{MAX_ROWS} in {item!r}")
     return row

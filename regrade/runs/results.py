@@ -29,7 +29,7 @@ def json_value(value: CellResult | object) -> object:
     if isinstance(value, ExcelError):
         return value.code
     if isinstance(value, CannotEvaluate):
-        return {"cannot_evaluate": value.reason, "detail": value.detail}
+        return {"cannot_evaluate": value.reason, "rule": value.rule, "detail": value.detail}
     if isinstance(value, (dt.datetime, dt.date, dt.time)):
         return value.isoformat()
     if isinstance(value, dt.timedelta):

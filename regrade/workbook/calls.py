@@ -10,8 +10,8 @@ import re
 from dataclasses import dataclass
 
 from openpyxl.formula.tokenizer import Token, Tokenizer
+from regrade.workbook.formula import bare_name
 
-_PREFIXES = ("_XLFN.", "_XLWS.")
 QUOTED = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"")  # a quoted sheet name or a text literal
 TAKES_A_DATE = ("DAY", "MONTH", "YEAR", "EOMONTH", "EDATE", "WEEKDAY", "WEEKNUM", "DAYS", "YEARFRAC")
 READS_TEXT_AS_DATE = ("DATEVALUE", "TIMEVALUE")
@@ -40,9 +40,7 @@ def calls(formula: str) -> list[Call]:
         if token.subtype == Token.CLOSE and frames:
             function, opening, args = frames.pop()
             if function is not None:
-                name = function[function.rfind(":") + 1:]  # the tokenizer keeps A1: of A1:INDEX(
-                for prefix in _PREFIXES:
-                    name = name.removeprefix(prefix)
+                name = bare_name(function[function.rfind(":") + 1:])  # the tokenizer keeps A1: of A1:INDEX(
                 found.append(Call(name, tuple(arg.strip() for arg in args)))
             text = opening + ",".join(args) + token.value
         elif token.type == Token.SEP and token.subtype == Token.ARG and frames and frames[-1][0] is not None:

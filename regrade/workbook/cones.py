@@ -28,19 +28,17 @@ from pathlib import Path
 from typing import Iterable
 
 import openpyxl
-from openpyxl.formula.tokenizer import Token, Tokenizer
+from openpyxl.formula.tokenizer import Token
 from openpyxl.utils.cell import range_boundaries
 
 from regrade.workbook.sheets import HiddenRows, formula_text, hidden_rows, load_formula_book, resolve_sheet
 from regrade.workbook.structured import TablePart, resolve_structured, table_parts
+from regrade.workbook.formula import MAX_COLUMNS, MAX_ROWS, function_of, tokens as formula_tokens
 
 VOLATILE_FUNCTIONS = frozenset({"TODAY", "NOW", "RAND", "RANDBETWEEN", "RANDARRAY"})
 DYNAMIC_REFERENCE_FUNCTIONS = frozenset({"INDIRECT", "OFFSET"})
-MAX_ROWS = 1_048_576
-MAX_COLUMNS = 16_384
 MAX_SPILL_CELLS = 100_000
 MAX_INPUT_CELLS = 200_000  # FormulaGraph.inputs reads no more cells than this
-_PREFIXES = ("_XLFN.", "_XLWS.")
 _QUALIFIED = re.compile(r"^(?:(?P<sheet>'(?:[^']|'')+'|[^!'\[\]:]+)!)?(?P<area>[^!]+)$")
 _CELL_OR_RANGE = re.compile(r"^\$?[A-Za-z]{1,3}\$?\d+(?::\$?[A-Za-z]{1,3}\$?\d+)?$")
 _COLUMNS = re.compile(r"^\$?([A-Za-z]{1,3}):\$?([A-Za-z]{1,3})$")
@@ -234,16 +232,13 @@ class FormulaGraph:
 
     def _read(self, text: str, home: str, depth: int) -> Precedents:
         found = Precedents()
-        try:
-            tokens = Tokenizer(text if text.startswith("=") else "=" + text).items
-        except Exception:  # a formula the tokenizer cannot split: it may read anything
+        tokens = formula_tokens(text)
+        if tokens is None:  # a formula the tokenizer cannot split: it may read anything
             found.open = True
             return found
         for token in tokens:
-            if token.type == Token.FUNC and token.subtype == Token.OPEN:
-                name = token.value[:-1].upper()
-                for prefix in _PREFIXES:
-                    name = name.removeprefix(prefix)
+            name = function_of(token)
+            if name is not None:
                 found.functions.add(name)
                 found.open |= name in DYNAMIC_REFERENCE_FUNCTIONS
             elif token.type == Token.OPERAND and token.subtype == Token.RANGE:

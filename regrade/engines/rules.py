@@ -1,0 +1,206 @@
+"""The rules by which an engine abstains instead of giving a value: one table, stable ids.
+
+Each rule names the engines it applies to, when it fires, why (Excel's behaviour or the
+engine's departure from it, in one sentence), where that was seen, and a probe workbook in
+``fixtures/rules/`` on which it fires (``tests/test_rules.py`` runs every probe on every
+engine the rule names). An abstention carries its rule's id (:func:`abstention`); results,
+``regrade diff``, conformance and the probe report count abstentions by that id, so
+rewording a message changes no count. ``regrade rules`` lists the table.
+
+``reason`` is the broad kind a case-level verdict reports:
+
+- ``unsupported-function``: the engine lacks a function (or a form of one) the cell needs;
+- ``unsupported-name``: the engine cannot evaluate a defined name the cell reads;
+- ``engine-departure``: the engine computes it, but not as Excel does, in a way regrade cannot mend;
+- ``engine-error``, ``parse-error``: the engine failed on the formula itself;
+- ``external-link``, ``locale-date``, ``implicit-intersection``, ``undocumented-behaviour``:
+  no engine here can repeat what the Excel that saved the file did.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from regrade.values import CannotEvaluate
+
+EVERY_ENGINE = ("ironcalc", "libreoffice", "gnumeric", "formulas", "pycel")
+PROBES = Path(__file__).resolve().parents[2] / "fixtures" / "rules"
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    engines: tuple[str, ...]
+    reason: str
+    trigger: str  # when it fires
+    why: str  # Excel's behaviour, or the engine's departure from it
+    evidence: tuple[str, ...]  # where it was seen: a SpreadsheetBench task, a documentation page, a probe
+    probe_cell: str  # the cell of fixtures/rules/<id>.xlsx on which it fires, "Sheet1!B1"
+
+    @property
+    def probe(self) -> Path:
+        return PROBES / f"{self.id}.xlsx"
+
+    @property
+    def single_task(self) -> bool:
+        """Whether the evidence is one SpreadsheetBench task alone (a rule to watch on new tasks)."""
+        tasks = [e for e in self.evidence if e.startswith("SpreadsheetBench ")]
+        return len(tasks) == 1 and len(self.evidence) == 1
+
+
+def _rule(id: str, engines: tuple[str, ...], reason: str, trigger: str, why: str, evidence: tuple[str, ...],
+          probe_cell: str = "Sheet1!B1") -> Rule:
+    return Rule(id, engines, reason, trigger, why, evidence, probe_cell)
+
+
+RULES: tuple[Rule, ...] = (
+    # --- no engine here can repeat it ---
+    _rule("external-link", EVERY_ENGINE, "external-link",
+          "the cell's cone reads another workbook ([1]Data!A1)",
+          "the value comes from another workbook, which is not there to be read",
+          ("probe",)),
+    _rule("locale-date", EVERY_ENGINE, "locale-date",
+          "a formula of the cone reads a text holding a date with day and month in numbers (01/09/2020) "
+          "and may turn it into a number (arithmetic, VALUE, INT, a date function)",
+          "Excel reads such text by the locale of the machine it runs on, which the file does not record; "
+          "every engine here reads it month first",
+          ("SpreadsheetBench 59643", "SpreadsheetBench 30709", "SpreadsheetBench 33157")),
+    _rule("implicit-intersection", EVERY_ENGINE, "implicit-intersection",
+          "a plain (not array) formula of the cone has MATCH or XMATCH look up an array computed from ranges "
+          "by an operator (MATCH(k, A1:A9&B1:B9, 0))",
+          "Excel evaluates a formula saved plain as a legacy one and meets such ranges by implicit "
+          "intersection; every engine here computes the whole array",
+          ("SpreadsheetBench 39931",
+           "https://support.microsoft.com/office/implicit-intersection-operator-ce3be07b-0101-4450-a24e-c1c999be2b34")),
+    _rule("approximate-lookup-over-empty", EVERY_ENGINE, "undocumented-behaviour",
+          "an XLOOKUP or XMATCH of the cone with match_mode 1 or -1 over a lookup array holding empty cells",
+          "Excel ranks empty elements apart from numbers in an approximate lookup, by a rule it does not "
+          "document and no engine here follows",
+          ("SpreadsheetBench 57448",)),
+    # --- totals mending (engines/totals.py), for the engines that get SUBTOTAL or AGGREGATE wrong ---
+    _rule("totals-not-computed", ("ironcalc", "gnumeric", "pycel"), "engine-departure",
+          "the cone holds a SUBTOTAL or AGGREGATE the engine gets wrong here (rows a filter or the user hides, "
+          "nested subtotals, 101-111, AGGREGATE itself) and the cell is not one such call over references",
+          "SUBTOTAL and AGGREGATE skip hidden or filtered rows and nested subtotals as their arguments say; "
+          "regrade computes only a direct call over references from the engine's values",
+          ("https://support.microsoft.com/office/subtotal-function-7b027003-f060-4ade-9040-e478765b9939",),
+          "Sheet1!B5"),
+    _rule("grader-lacks-subtotal-hidden", ("gnumeric",), "unsupported-function",
+          "gnumeric stands for a value-only grader's recalculation and the cone calls SUBTOTAL 101-111",
+          "gnumeric answers #NUM! for SUBTOTAL 101-111; as a grader's recalculation it keeps that blind spot",
+          ("probe",), "Sheet1!B5"),
+    # --- IronCalc ---
+    _rule("ironcalc-lacks-function", ("ironcalc",), "unsupported-function",
+          "the cell's own formula, as IronCalc computes it, calls a function IronCalc does not know",
+          "IronCalc leaves a function it lacks lower-cased with #NAME?; IFERROR could hide that",
+          ("probe",)),
+    _rule("ironcalc-error-from-missing-function", ("ironcalc",), "unsupported-function",
+          "the cell is an error and its cone calls a function IronCalc lacks",
+          "the error may come from the function IronCalc lacks, not from the workbook",
+          ("probe",), "Sheet1!B2"),
+    _rule("ironcalc-computed-name", ("ironcalc",), "unsupported-name",
+          "the cone reads a defined name that is a formula or a constant ({0,1,2}, Sheet1!$A$1*2)",
+          "IronCalc evaluates a defined name only when it is one reference; it gives #NAME? or 0 for the others",
+          ("SpreadsheetBench 57716",)),
+    _rule("ironcalc-bridge-left", ("ironcalc",), "engine-departure",
+          "the cone holds a call IronCalc gets wrong that the bridge left to IronCalc: a workbook past the "
+          "bridge's work budget, a chain that did not settle, or a call reading a LET or LAMBDA name",
+          "IronCalc's own value of that call departs from Excel's (engines/ironcalc_bridge.py lists how)",
+          ("probe",)),
+    _rule("ironcalc-date-text", ("ironcalc",), "engine-departure",
+          "#VALUE! where the cone reads a date from text (DATEVALUE, a date function of a text)",
+          "IronCalc reads fewer texts as dates than Excel (\"9 Aug 2021\")",
+          ("SpreadsheetBench 51958", "SpreadsheetBench 46646")),
+    _rule("ironcalc-lookup-of-empty", ("ironcalc",), "engine-departure",
+          "the cone holds VLOOKUP, HLOOKUP or XLOOKUP of an empty cell over a range that holds an empty cell",
+          "IronCalc matches the empty cell of the range; Excel does not",
+          ("SpreadsheetBench 7902",), "Sheet1!E1"),
+    _rule("ironcalc-parse-error", ("ironcalc",), "parse-error",
+          "IronCalc gives #ERROR!, its own marker of a formula it could not parse",
+          "#ERROR! is not an Excel value: IronCalc did not read the formula",
+          ("probe",)),
+    _rule("ironcalc-not-implemented", ("ironcalc",), "unsupported-function",
+          "IronCalc gives #N/IMPL!, its marker of a part of a formula it has not implemented",
+          "#N/IMPL! is not an Excel value: IronCalc did not compute the formula",
+          ("probe",)),
+    # --- LibreOffice ---
+    _rule("libreoffice-lacks-function", ("libreoffice",), "unsupported-function",
+          "the cell's formula, as LibreOffice reads it, calls a function LibreOffice does not know",
+          "LibreOffice leaves a function it lacks lower-cased in the formula",
+          ("probe",)),
+    _rule("libreoffice-name-error", ("libreoffice",), "unsupported-function",
+          "LibreOffice gives #NAME? (an unknown function or name)",
+          "#NAME? from LibreOffice says it did not know a name the file uses, not that Excel would fail",
+          ("probe",)),
+    _rule("libreoffice-engine-error", ("libreoffice",), "engine-error",
+          "LibreOffice gives an Err:5xx code, which no Excel value matches",
+          "Err:5xx is LibreOffice's failure to compile or compute the formula",
+          ("probe",)),
+    _rule("libreoffice-approximate-match", ("libreoffice",), "engine-departure",
+          "the cone holds MATCH(value, an expression) or MATCH(value, an expression, 1)",
+          "LibreOffice's approximate MATCH over a computed array gives the first match, not Excel's "
+          "binary-search answer (MATCH(2, 1/(A1:A9=\"x\")) is the last \"x\" in Excel)",
+          ("SpreadsheetBench 59902",)),
+    _rule("libreoffice-textjoin-empty-flag", ("libreoffice",), "engine-departure",
+          "the cone holds TEXTJOIN whose ignore_empty is written as nothing",
+          "LibreOffice reads an argument written as nothing as FALSE; Excel's caches read it as TRUE",
+          ("SpreadsheetBench 44389",)),
+    _rule("libreoffice-date-text", ("libreoffice",), "engine-departure",
+          "#VALUE! where the cone has a date function or DATEVALUE/TIMEVALUE read a date from text",
+          "LibreOffice reads fewer texts as dates than Excel (\"1Jan2016\")",
+          ("SpreadsheetBench 46646", "SpreadsheetBench 55392")),
+    _rule("libreoffice-filterxml", ("libreoffice",), "engine-departure",
+          "the cone calls FILTERXML",
+          "LibreOffice's FILTERXML gives the first match only, where Excel gives all, in an array formula too",
+          ("SpreadsheetBench 54144",)),
+    _rule("libreoffice-offset-array", ("libreoffice",), "engine-departure",
+          "the cone holds OFFSET with an array of offsets or sizes (OFFSET(A1:A17,,{1,2,3}))",
+          "Excel makes one reference per element (SUMIF sums each); LibreOffice takes the first only",
+          ("SpreadsheetBench 50250",)),
+    _rule("libreoffice-lookup-column-array", ("libreoffice",), "engine-departure",
+          "the cone holds VLOOKUP or HLOOKUP with an array of column or row numbers ({9,10})",
+          "LibreOffice gives 0 for an empty cell there, which Excel's functions skip as empty",
+          ("SpreadsheetBench 10281",)),
+    _rule("libreoffice-small-large-k", ("libreoffice",), "engine-departure",
+          "#VALUE! where the cone calls SMALL or LARGE",
+          "k beyond the count is #NUM! in Excel and #VALUE! in LibreOffice",
+          ("SpreadsheetBench 15825",
+           "https://support.microsoft.com/office/small-function-17da8222-7c82-42b2-961b-14c45384df07")),
+    # --- gnumeric ---
+    _rule("gnumeric-name-error", ("gnumeric",), "unsupported-function",
+          "gnumeric gives #NAME? (an unknown function or name)",
+          "#NAME? from gnumeric says it did not know a name the file uses (AGGREGATE, among others)",
+          ("probe",)),
+    _rule("gnumeric-parse-error", ("gnumeric",), "parse-error",
+          "gnumeric writes the formula back as _xlfngnumeric.ERROR(...): it could not parse it",
+          "a formula gnumeric could not read has no gnumeric value",
+          ("probe",)),
+    # --- formulas ---
+    _rule("formulas-lacks-function", ("formulas",), "unsupported-function",
+          "the cell's own formula calls a function the formulas package does not know",
+          "formulas cannot compute a function it lacks",
+          ("probe",)),
+    _rule("formulas-error-from-missing-function", ("formulas",), "unsupported-function",
+          "the cell is an error and the workbook calls a function the formulas package lacks",
+          "the error may come from the function formulas lacks",
+          ("probe",), "Sheet1!B2"),
+    # --- pycel ---
+    _rule("pycel-lacks-function", ("pycel",), "unsupported-function",
+          "pycel fails on the cell for a function it lacks, in the cell or in one it reads",
+          "pycel cannot compute a function it lacks",
+          ("probe",)),
+    _rule("pycel-name-error", ("pycel",), "unsupported-function",
+          "pycel gives #NAME? (an unknown function or name; defined names fail with openpyxl 3.1)",
+          "#NAME? from pycel says it did not know a name the file uses",
+          ("probe",)),
+)
+
+BY_ID: dict[str, Rule] = {rule.id: rule for rule in RULES}
+assert len(BY_ID) == len(RULES), "rule ids are unique"
+
+
+def abstention(rule_id: str, detail: str = "") -> CannotEvaluate:
+    """The abstention a rule makes: its reason, its id, and what exactly (the rule's why by default)."""
+    rule = BY_ID[rule_id]
+    return CannotEvaluate(rule.reason, detail or rule.why, rule=rule.id)

@@ -1,0 +1,58 @@
+"""The rules as data: every rule fires on its own probe workbook, on every engine it names."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from regrade.engines.base import EngineSettings
+from regrade.engines.registry import get_engine
+from regrade.engines.rules import BY_ID, RULES
+from regrade.values import CannotEvaluate, CellRef
+from tests.conftest import require_engines
+
+CASES = [(rule.id, engine) for rule in RULES for engine in rule.engines]
+
+
+@pytest.mark.parametrize("rule_id, engine_name", CASES, ids=[f"{r}-{e}" for r, e in CASES])
+def test_each_rule_fires_on_its_probe(rule_id, engine_name):
+    rule = BY_ID[rule_id]
+    require_engines(engine_name)
+    sheet, coordinate = rule.probe_cell.split("!")
+    from openpyxl.utils.cell import coordinate_to_tuple
+
+    row, column = coordinate_to_tuple(coordinate)
+    ref = CellRef(sheet, row, column)
+    engine = get_engine(engine_name, EngineSettings(as_grader=rule_id.startswith("grader-")))
+    try:
+        values = engine.evaluate(rule.probe, [ref])
+    finally:
+        engine.close()
+    assert values.failure is None, values.failure
+    value = values.cells[ref]
+    assert isinstance(value, CannotEvaluate), f"{engine_name} computed {value!r} on {rule.probe.name}"
+    assert value.rule == rule_id, value
+    assert value.reason == rule.reason
+
+
+def test_rule_ids_are_stable_kebab_case_and_every_field_is_filled():
+    for rule in RULES:
+        assert rule.id == rule.id.lower() and " " not in rule.id and "_" not in rule.id
+        assert rule.engines and rule.trigger and rule.why and rule.evidence
+        assert rule.probe.is_file(), f"no probe for {rule.id}: python3 fixtures/make_rule_probes.py"
+
+
+def test_regrade_rules_lists_the_table_as_json():
+    from click.testing import CliRunner
+
+    from regrade.cli import main
+
+    result = CliRunner().invoke(main, ["rules", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    listed = json.loads(result.output)
+    assert [row["id"] for row in listed] == [rule.id for rule in RULES]
+    assert {"id", "engines", "why", "evidence", "single_task"} <= set(listed[0])
+    assert isinstance(listed[0]["engines"], list)
+    ironcalc_only = CliRunner().invoke(main, ["rules", "--engine", "libreoffice", "--format", "json"])
+    assert all("libreoffice" in row["engines"] for row in json.loads(ironcalc_only.output))
