@@ -463,7 +463,7 @@ def conformance_command(corpus, engine_names, limit, timeout, fmt):
     names = chosen_engines(engine_names)
     engines = [open_engine(name, timeout) for name in names]
     report = conformance(corpus, engines, get_policy("spreadsheetbench"), limit,
-                         on_file=lambda n, path: click.echo(f"[{n}] {path.name}", err=True))
+                         on_file=lambda n, path: click.echo(f"[{n}] {path.name}", err=True), limit_s=timeout)
     if fmt == "json":
         click.echo(json.dumps({"format_version": 1, **report.to_json()}, indent=2, ensure_ascii=False, default=str))
         return
@@ -478,7 +478,8 @@ def conformance_command(corpus, engine_names, limit, timeout, fmt):
                       rows, fmt))
     f = report.files
     click.echo(f"\n{f.examined} answer files: {f.compared} compared, {f.without_cache} without Excel's cached values, "
-               f"{f.without_formulas} without formulas in answer_position, {f.unreadable} unreadable; "
+               f"{f.without_formulas} without formulas in answer_position, {f.unreadable} unreadable, "
+               f"{f.timed_out} past the time limit; "
                f"{report.volatile} volatile cells (TODAY, RAND ... in their cone), {report.external} cells "
                f"reading other workbooks and {report.inconsistent} cells whose Excel caches contradict another "
                f"answer file's (same formula, same inputs) left out.")

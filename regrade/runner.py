@@ -29,6 +29,7 @@ from typing import Callable, Iterable
 from regrade.engines.base import DEFAULT_BRIDGE_WORK, Engine
 from regrade.engines.registry import open_engine
 from regrade.grading.policies import get_policy
+from regrade.limits import DeadlineExceeded, deadline
 from regrade.provenance import git_revision, regrade_version, sha256_file
 from regrade.grading.rescore import CaseResult, rescore_case
 from regrade.runs.results import case_fields, grading_fields
@@ -203,6 +204,7 @@ _WORKER: dict = {}
 
 def _open_worker_engines(settings: RescoreSettings) -> None:
     """Each worker opens its engines once; every workbook still runs under their limits."""
+    _WORKER["settings"] = settings
     _WORKER["policy"] = get_policy(settings.policy)
     _WORKER["shallow"] = open_engine(settings.shallow, settings.timeout_s, as_grader=True, bridge_work=settings.bridge_work)
     _WORKER["fulls"] = [open_engine(name, settings.timeout_s, bridge_work=settings.bridge_work) for name in settings.engines]
@@ -223,11 +225,24 @@ def _start_pool_worker(settings: RescoreSettings) -> None:
     multiprocessing.util.Finalize(None, _close_worker_engines, exitpriority=10)
 
 
+def case_limit_s(settings: RescoreSettings) -> float:
+    """The limit of one case as a whole: each engine's limit for the output, and one more each
+    for the golden and for the output's reading outside the engines."""
+    return settings.timeout_s * (len(settings.engines) + 3)
+
+
 def rescore_case_grading(case: Case) -> dict:
     """One case's grading with this worker's engines; a fault of regrade's own on this case
-    costs this case only (``internal-error``, never cached) and the run goes on."""
+    costs this case only (``internal-error``, never cached) and the run goes on. Everything
+    done for the case runs under its limit (:func:`case_limit_s`)."""
+    settings: RescoreSettings = _WORKER["settings"]
     try:
-        result = rescore_case(case, _WORKER["policy"], _WORKER["shallow"], _WORKER["fulls"])
+        with deadline(case_limit_s(settings)):
+            result = rescore_case(case, _WORKER["policy"], _WORKER["shallow"], _WORKER["fulls"])
+    except DeadlineExceeded as exc:
+        _close_worker_engines()  # a worker may still be busy with this case: start afresh
+        _open_worker_engines(settings)
+        result = CaseResult(case, None, None, UNEVALUABLE, ["timeout"], str(exc))
     except Exception as exc:
         result = CaseResult(case, None, None, UNEVALUABLE, [INTERNAL_ERROR],
                             f"regrade failed on this case ({type(exc).__name__}: {exc}); please report it")

@@ -38,6 +38,8 @@ from regrade.grading.grade import Golden, GoldenError, load_golden
 from regrade.runs.results import json_value
 from regrade.runs.cases import golden_files, load_dataset
 from regrade.grading.verdicts import ENGINES_DISAGREE
+from regrade.engines.base import DEFAULT_TIMEOUT_S
+from regrade.limits import DeadlineExceeded, deadline
 
 
 @dataclass
@@ -63,6 +65,7 @@ class FileCounts:
     examined: int = 0
     compared: int = 0
     without_cache: int = 0
+    timed_out: int = 0  # regrade's own reading of the file (golden, contradiction check) passed its limit
     without_formulas: int = 0
     unreadable: int = 0
 
@@ -110,7 +113,11 @@ def conformance(
     policy: Policy,
     limit: int | None = None,
     on_file: Callable[[int, Path], None] | None = None,
+    limit_s: float = DEFAULT_TIMEOUT_S,
 ) -> ConformanceReport:
+    """``limit_s``: the limit of regrade's own work on one answer file (reading the golden,
+    its volatile and external cells) and on one answer file's part of the contradiction
+    check; the engines keep their own limits. A file past it is counted in ``timed_out``."""
     report = ConformanceReport([EngineTally(e.name) for e in engines])
     records = load_dataset(corpus)
     answers = [(str(r["id"]), n, p, r) for r in records for n, p in golden_files(corpus, str(r["id"])).items()]
@@ -121,11 +128,25 @@ def conformance(
             number += 1
             if on_file is not None:
                 on_file(number, path)
-            if (answer := _answer(report, policy, task, case, path, record)) is not None:
-                compared.append(answer)
-        contradicted = _contradicted(policy, compared)
+            try:
+                with deadline(limit_s):
+                    if (answer := _answer(report, policy, task, case, path, record)) is not None:
+                        compared.append(answer)
+            except DeadlineExceeded:
+                report.files.timed_out += 1
+        try:
+            with deadline(limit_s * max(1, len(compared))):
+                contradicted = _contradicted(policy, compared)
+        except DeadlineExceeded:  # the task's caches cannot be checked against each other: none is used
+            report.files.timed_out += len(compared)
+            report.files.compared -= len(compared)
+            continue
         for answer in compared:
-            _compare(report, engines, policy, answer, contradicted.get(answer.case, set()))
+            try:
+                _compare(report, engines, policy, answer, contradicted.get(answer.case, set()), limit_s)
+            except DeadlineExceeded:
+                report.files.timed_out += 1
+                report.files.compared -= 1
     return report
 
 
@@ -182,9 +203,10 @@ def _expected(cached: CellResult) -> CellResult:
 
 
 def _compare(report: ConformanceReport, engines: list[Engine], policy: Policy, answer: _Answer,
-             contradicted: set[CellRef]) -> None:
+             contradicted: set[CellRef], limit_s: float) -> None:
     tallies = {t.name: t for t in report.engines}
-    volatile, external = answer.golden.unrepeatable(answer.formulas)
+    with deadline(limit_s):
+        volatile, external = answer.golden.unrepeatable(answer.formulas)
     report.volatile += len(volatile)
     report.external += len(external)
     left_out = set(volatile) | set(external)

@@ -104,6 +104,7 @@ class FormulaGraph:
         for sheet, column in sorted(self._rows_by_column):
             self._columns_by_sheet[sheet].append(column)
         self._precedents: dict[Cell, Precedents] = {}
+        self._dimensions: dict[str, tuple[int, int]] = {}
 
     def _spill(self, sheet: str, ref: str | None, text: str) -> None:
         """The other cells of an array formula's range hold its results: they read what it reads."""
@@ -196,12 +197,21 @@ class FormulaGraph:
         """What the file stores in ``area``, cut at its sheet's last used row and column: how
         many cells that is, and their values row by row (read as they are iterated)."""
         ws = self.book[area.sheet]
-        max_row, max_col = min(area.max_row, ws.max_row), min(area.max_col, ws.max_column)
+        last_row, last_column = self.dimensions(area.sheet)
+        max_row, max_col = min(area.max_row, last_row), min(area.max_col, last_column)
         size = max(0, max_row - area.min_row + 1) * max(0, max_col - area.min_col + 1)
         if not size:
             return 0, ()
         return size, ws.iter_rows(min_row=area.min_row, max_row=max_row, min_col=area.min_col, max_col=max_col,
                                   values_only=True)
+
+    def dimensions(self, sheet: str) -> tuple[int, int]:
+        """The sheet's last used row and column, measured once: openpyxl's ``max_row`` and
+        ``max_column`` walk every stored cell on each call."""
+        if sheet not in self._dimensions:
+            ws = self.book[sheet]
+            self._dimensions[sheet] = (ws.max_row, ws.max_column)
+        return self._dimensions[sheet]
 
     def dependency_levels(self, cells: Iterable[Cell]) -> list[list[Cell]] | None:
         """``cells`` in levels: each cell after every cell of the set its value depends on
