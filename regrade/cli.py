@@ -541,7 +541,8 @@ def rules_command(engine_name, fmt):
     if fmt == "json":
         click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
         return
-    flat = [{**row, "engines": ",".join(row["engines"]), "evidence": "; ".join(row["evidence"])} for row in rows]
+    flat = [{**row, "engines": ",".join(rule.engines), "evidence": "; ".join(rule.evidence)}
+            for row, rule in zip(rows, (r for r in RULES if engine_name is None or engine_name in r.engines))]
     click.echo(render(columns if fmt == "table" else [*columns, "trigger", "probe"], flat, fmt))
 
 
@@ -568,7 +569,7 @@ def probes_command(engine_names, record, fmt):
     if record:
         record_matrix(matrix, engines)
         click.echo(f"recorded {len(matrix)} probes in {MATRIX}, with the engines' versions", err=True)
-    rows = [{"probe": probe, **outcomes} for probe, outcomes in matrix.items()]
+    rows: list[dict[str, object]] = [{"probe": probe, **outcomes} for probe, outcomes in matrix.items()]
     totals = probe_scores(matrix)
     rows += [{"probe": f"total {outcome}", **{n: totals[n][outcome] for n in names}} for outcome in OUTCOMES]
     click.echo(render(["probe", *names], rows, fmt))
@@ -690,7 +691,7 @@ def audit_table_command(reports, fmt):
       regrade audit grader regrade --format json > regrade.json
       regrade audit table official.json regrade.json
     """
-    loaded = []
+    loaded: list[dict] = []
     for path in reports:
         data = json.loads(path.read_text())
         loaded.extend(data["reports"] if "reports" in data else [data])

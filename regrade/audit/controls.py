@@ -47,7 +47,8 @@ class ControlPack:
 
 def pack_files(folder: Path) -> dict[str, str]:
     """{file name: sha256} of every file of the pack but the manifest."""
-    return {p.name: sha256_file(p) for p in sorted(folder.iterdir()) if p.is_file() and p.name != MANIFEST}
+    return {p.name: digest for p in sorted(folder.iterdir())
+            if p.is_file() and p.name != MANIFEST and (digest := sha256_file(p)) is not None}
 
 
 def digest_of(files: dict[str, str]) -> str:

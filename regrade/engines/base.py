@@ -43,10 +43,17 @@ class Engine(Protocol):
     engine joins the consensus unless ``--engines`` says otherwise.
     """
 
-    name: str
-    full: bool
-    in_default_consensus: bool
-    settings: EngineSettings
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def full(self) -> bool: ...
+
+    @property
+    def in_default_consensus(self) -> bool: ...
+
+    @property
+    def settings(self) -> EngineSettings: ...
 
     def version(self) -> str:
         """The engine's version string, recorded in provenance."""

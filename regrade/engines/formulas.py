@@ -17,6 +17,7 @@ turns a very slow workbook into an abstention.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 import tempfile
 import warnings
@@ -36,7 +37,7 @@ from regrade.engines.totals import TotalsDefects, mend_totals
 from regrade.values import CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues
 from regrade.workbook.analysis import WorkbookAnalysis
 from regrade.workbook.cones import Area, FormulaGraph
-from regrade.workbook.sheets import formula_text, load_formula_book, resolve_sheet
+from regrade.workbook.sheets import formula_cells_of, formula_text, load_formula_book, resolve_sheet
 from regrade.workbook.structured import structured_rewrites
 
 _CALL = re.compile(r"(?<![A-Za-z0-9_.])((?:_xl[a-z]+\.)*[A-Za-z][A-Za-z0-9_.]*)\(", re.IGNORECASE)
@@ -96,7 +97,7 @@ class FormulasEngine(PythonPackageEngine, ComputingEngine):
         for ref, sheet in wanted.items():
             formula = formulas_in_file[ref]
             if formula is None:
-                result.cells[ref] = computed.get((sheet.upper(), ref.coordinate), contents[ref])
+                result.cells[ref] = computed.get((sheet.upper(), ref.coordinate), _stored(contents[ref]))
                 continue
             result.formulas[ref] = formula
             value = computed.get((sheet.upper(), ref.coordinate), CannotEvaluate("not-computed", "formulas gave no value"))
@@ -105,9 +106,8 @@ class FormulasEngine(PythonPackageEngine, ComputingEngine):
                 value = abstention("formulas-lacks-function", f"formulas lacks {', '.join(own_unknown)}")
             elif isinstance(value, ExcelError):
                 if workbook_unknown is None:
-                    workbook_unknown = sorted({n for ws in book.worksheets for row in ws.iter_rows() for c in row
-                                               if (text := formula_text(c.value))
-                                               for n in unknown_to_formulas(text, known)})
+                    workbook_unknown = sorted({n for found in formula_cells_of(book)
+                                               for n in unknown_to_formulas(found.text, known)})
                 if workbook_unknown:
                     value = abstention("formulas-error-from-missing-function",
                                        f"{value.code} while the workbook uses {', '.join(workbook_unknown)}, which formulas lacks")
@@ -133,6 +133,13 @@ def _compute_totals(book: openpyxl.Workbook, computed: dict[tuple[str, str], Cel
                 for row in range(area.min_row, min(area.max_row, sheet.max_row) + 1)]
 
     mend_totals(FormulaGraph(book), result, read, _DEFECTS)
+
+
+def _stored(content: object) -> CellResult:
+    """A constant as openpyxl read it, as a cell value (rich text as its text)."""
+    if content is None or isinstance(content, (str, int, float, bool, dt.datetime, dt.date, dt.time, dt.timedelta)):
+        return content
+    return str(content)
 
 
 def _value_of(sheet: Any, computed: dict[tuple[str, str], CellResult], row: int, column: int) -> CellResult:
@@ -197,7 +204,8 @@ def _cell_range(sheet: str, coordinate: str) -> str:
 def _by_cell(solution: Any) -> dict[tuple[str, str], CellResult]:
     """formulas' solution as (SHEET, A1) -> value. A range key (an array formula's result)
     fills each of its cells unless the cell has a key of its own."""
-    single, spread = {}, {}
+    single: dict[tuple[str, str], CellResult] = {}
+    spread: dict[tuple[str, str], CellResult] = {}
     for key, ranges in solution.items():
         match = _KEY.match(str(key))
         if match is None:

@@ -199,9 +199,10 @@ def _read_value(model: Any, sheet: int, row: int, column: int) -> CellResult:
 
 def _unknown_in_cone(graph: Callable[[], FormulaGraph | None], unknown: list[str], cell: tuple[str, int, int]) -> list[str]:
     """The unknown functions the cell's value may depend on (all of them when the file cannot be traced)."""
-    if not unknown or graph() is None:
+    traced = graph() if unknown else None
+    if traced is None:
         return unknown
-    return sorted(graph().calls_in_cone([cell], unknown))
+    return sorted(traced.calls_in_cone([cell], unknown))
 
 
 def _in_cone(graph: FormulaGraph | None, skipped: dict[tuple[str, int, int], str], cell: tuple[str, int, int]) -> list[str]:

@@ -59,7 +59,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Collection
 
 from openpyxl.formula.tokenizer import Token, Tokenizer
 from openpyxl.utils.cell import get_column_letter, range_boundaries
@@ -157,7 +157,7 @@ class Bridged:
     skipped: dict[ModelCell, str]  # cells it should have computed but left to IronCalc: the function
 
 
-def bridge_functions(model: Any, array_cells: set[ModelCell] = frozenset(), only_missing: bool = False,
+def bridge_functions(model: Any, array_cells: Collection[ModelCell] = frozenset(), only_missing: bool = False,
                      order: Callable[[list[ModelCell]], list[list[ModelCell]] | None] | None = None) -> Bridged:
     """Compute every bridged call into the model's formulas.
 
@@ -196,7 +196,7 @@ def bridge_functions(model: Any, array_cells: set[ModelCell] = frozenset(), only
     return Bridged({cell: originals[cell] for cell in originals if settled[cell] != originals[cell]}, skipped)
 
 
-def _settle_in_passes(model: Any, originals: dict[ModelCell, str], array_cells: set[ModelCell],
+def _settle_in_passes(model: Any, originals: dict[ModelCell, str], array_cells: Collection[ModelCell],
                       subtotal_cells: set[ModelCell]) -> dict[ModelCell, str] | None:
     """Resolve every formula, pass after pass, until a pass changes nothing; None if none does so in time."""
     previous: dict[ModelCell, str] = {}
@@ -209,7 +209,7 @@ def _settle_in_passes(model: Any, originals: dict[ModelCell, str], array_cells: 
     return None
 
 
-def _settle_by_level(model: Any, originals: dict[ModelCell, str], array_cells: set[ModelCell], subtotal_cells: set[ModelCell],
+def _settle_by_level(model: Any, originals: dict[ModelCell, str], array_cells: Collection[ModelCell], subtotal_cells: set[ModelCell],
                      levels: list[list[ModelCell]]) -> dict[ModelCell, str] | None:
     """Resolve the formulas one dependency level at a time, each from the settled levels before it;
     one pass over all of them then checks that nothing changes (None if something does)."""
@@ -223,7 +223,7 @@ def _settle_by_level(model: Any, originals: dict[ModelCell, str], array_cells: s
     return settled if _resolve_on_copy(model, originals, array_cells, subtotal_cells) == settled else None
 
 
-def _resolve_on_copy(model: Any, originals: dict[ModelCell, str], array_cells: set[ModelCell],
+def _resolve_on_copy(model: Any, originals: dict[ModelCell, str], array_cells: Collection[ModelCell],
                      subtotal_cells: set[ModelCell]) -> dict[ModelCell, str]:
     """The formulas with their bridged calls resolved against a copy of the model as it stands."""
     import ironcalc
@@ -242,7 +242,7 @@ def _write(model: Any, formulas: dict[ModelCell, str]) -> None:
     model.evaluate()
 
 
-def _resolve_all(copy: Any, originals: dict[ModelCell, str], array_cells: set[ModelCell],
+def _resolve_all(copy: Any, originals: dict[ModelCell, str], array_cells: Collection[ModelCell],
                  subtotal_cells: set[ModelCell]) -> dict[ModelCell, str]:
     """Every formula with its bridged calls replaced, innermost first, all formulas in step
     (``subtotal_cells``: the SUBTOTAL/AGGREGATE formulas, which their callers may skip)."""
@@ -530,6 +530,7 @@ def _aggregate(args: list[Argument]) -> object:
             return value
         if not isinstance(value, float):
             return VALUE
+    assert isinstance(function, float) and isinstance(options, float)
     number = int(function)
     if number >= 14:
         if len(args) != 4:
@@ -839,9 +840,10 @@ def _conditional(name: str) -> Callable[[list[Argument]], object]:
         if name in ("SUMIF", "AVERAGEIF"):
             if len(args) not in (2, 3):
                 return VALUE
-            values = args[2] if len(args) == 3 else args[0]
-            if _shape(values) != _shape(args[0]):
+            summed = args[2] if len(args) == 3 else args[0]
+            if _shape(summed) != _shape(args[0]):
                 raise NotImplementedMode("a range to sum of another size than the criteria range")
+            values: Argument | None = summed
             ranges, criteria = [args[0]], [args[1]]
         else:
             pairs = args[first:]
@@ -971,7 +973,7 @@ _ARRAY_NATIVE = {"SUMPRODUCT", "AGGREGATE", "LOOKUP", "MMULT"}
 
 
 def _is_subtotal(formula: str | None) -> bool:
-    return bool(formula) and re.search(r"(?<![A-Za-z0-9_.])(?:_xlfn\.)?(?:subtotal|aggregate)\(", formula, re.I) is not None
+    return formula is not None and re.search(r"(?<![A-Za-z0-9_.])(?:_xlfn\.)?(?:subtotal|aggregate)\(", formula, re.I) is not None
 
 
 def _read(model: Any, sheet: int, row: int, column: int) -> object:

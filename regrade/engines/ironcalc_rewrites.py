@@ -107,7 +107,7 @@ class _Frame:
         self.widened.add(index)
         operand = _sole_range(self.argument(index))
         match = _SINGLE_CELL.match(operand.value) if operand is not None else None
-        if not match:
+        if operand is None or not match:
             return False
         operand.value = f"{match.group('prefix') or ''}{match.group('cell')}:{match.group('cell')}"
         return True
@@ -116,19 +116,20 @@ class _Frame:
         """Cut the range arguments at their sheets' last used row when all span the same rows far past it."""
         count = len(self.bounds) - 1
         operands = [_sole_range(self.argument(i)) for i in self.range_positions(count)]
-        matches = [_RANGE.match(o.value) if o is not None else None for o in operands]
-        if not matches or any(m is None for m in matches):
+        pairs = [(o, m) for o in operands if o is not None and (m := _RANGE.match(o.value)) is not None]
+        if not pairs or len(pairs) != len(operands):
             return False
-        spans = {(int(m["top"]), int(m["bottom"])) for m in matches}  # type: ignore[index]
-        lasts = [last_row(_sheet_name(m["sheet"])) for m in matches]  # type: ignore[index]
-        if len(spans) != 1 or any(last is None for last in lasts):
+        spans = {(int(m["top"]), int(m["bottom"])) for _, m in pairs}
+        lasts = [last_row(_sheet_name(m["sheet"])) for _, m in pairs]
+        known = [last for last in lasts if last is not None]
+        if len(spans) != 1 or len(known) != len(lasts):
             return False
         top, bottom = spans.pop()
-        new_bottom = max(top, *lasts)  # type: ignore[type-var]
+        new_bottom = max(top, *known)
         if bottom - new_bottom <= CLIP_BEYOND:
             return False
-        for operand, match in zip(operands, matches):
-            operand.value = f"{match['prefix'] or ''}{match['left']}{top}:{match['right']}{new_bottom}"  # type: ignore[index, union-attr]
+        for operand, match in pairs:
+            operand.value = f"{match['prefix'] or ''}{match['left']}{top}:{match['right']}{new_bottom}"
         if self.name in _COUNTS:  # the blank rows cut off, counted as one blank cell times their number
             criteria = ["".join(t.value for t in self.argument(i)) for i in range(1, count, 2)]
             blank = ",".join(f"{BLANK},{criterion}" for criterion in criteria)

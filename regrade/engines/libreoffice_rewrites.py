@@ -22,7 +22,7 @@ from pathlib import Path
 from openpyxl.formula.tokenizer import Token, Tokenizer
 from openpyxl.worksheet.formula import ArrayFormula
 
-from regrade.workbook.sheets import formula_text, load_formula_book, mentions
+from regrade.workbook.sheets import formula_cells_of, load_formula_book, mentions
 from regrade.workbook.structured import structured_rewrites
 from regrade.workbook.formula import bare_name
 
@@ -35,7 +35,8 @@ def libreoffice_rewrites(path: Path) -> list[Rewrite]:
     ranges (:mod:`regrade.workbook.structured`; in plain formulas, as LibreOffice reads them in array
     formulas itself, unless the array formula is rewritten anyway), MOD with Excel's
     precision and DAY, MONTH and YEAR with Excel's calendar."""
-    rewrites = {(sheet, row, column): (formula, None) for (sheet, row, column), formula in structured_rewrites(path).items()}
+    rewrites: dict[tuple[str, int, int], tuple[str, str | None]] = {
+        (sheet, row, column): (formula, None) for (sheet, row, column), formula in structured_rewrites(path).items()}
     resolved: dict | None = None  # with array formulas: read only if needed
     for sheet, row, column, formula, area in semantic_rewrites(path):
         key = (sheet, row, column)
@@ -46,7 +47,7 @@ def libreoffice_rewrites(path: Path) -> list[Rewrite]:
                 resolved = structured_rewrites(path, array_formulas=True)
             if key in resolved:
                 formula = with_excel_semantics(resolved[key])
-        rewrites[key] = (formula, area)
+        rewrites[key] = (formula, area)  # an array formula's range, or None
     return [(sheet, row, column, formula, area) for (sheet, row, column), (formula, area) in rewrites.items()]
 
 
@@ -61,16 +62,13 @@ def semantic_rewrites(path: Path) -> list[Rewrite]:
     except Exception:
         return []
     found: list[Rewrite] = []
-    for sheet in book.worksheets:
-        for row in sheet.iter_rows():
-            for cell in row:
-                formula = formula_text(cell.value)
-                if formula is None or not any(name in formula.upper() for name in _REWRITTEN):
-                    continue
-                rewritten = with_excel_semantics(formula)
-                if rewritten != formula and len(rewritten) <= MAX_FORMULA_LENGTH:
-                    area = cell.value.ref if isinstance(cell.value, ArrayFormula) else None
-                    found.append((sheet.title, cell.row, cell.column, rewritten, area))
+    for cell in formula_cells_of(book):
+        if not any(name in cell.text.upper() for name in _REWRITTEN):
+            continue
+        rewritten = with_excel_semantics(cell.text)
+        if rewritten != cell.text and len(rewritten) <= MAX_FORMULA_LENGTH:
+            area = cell.cell.value.ref if isinstance(cell.cell.value, ArrayFormula) else None
+            found.append((cell.sheet, cell.row, cell.column, rewritten, str(area) if area else None))
     return found
 
 

@@ -66,7 +66,7 @@ class PycelEngine(PythonPackageEngine, ComputingEngine):
         graph = FormulaGraph(book) if mentions(path, (b"SUBTOTAL(", b"AGGREGATE(")) else None
         if graph is not None:  # what a SUBTOTAL or AGGREGATE regrade may compute reads joins the cones
             for ref in addresses:
-                cell = (resolve_sheet(ref.sheet, names), ref.row, ref.column)
+                cell = CellRef(resolve_sheet(ref.sheet, names) or ref.sheet, ref.row, ref.column)  # addresses: known sheets
                 if is_direct_total(graph.formulas.get(cell, "")):
                     for area in graph.precedents(cell).areas:
                         _read_area(compiler, area)

@@ -25,7 +25,7 @@ from openpyxl.utils.datetime import to_excel
 
 from regrade.engines.readings import number_value
 from regrade.engines.rules import abstention
-from regrade.values import CannotEvaluate, CellRef, WorkbookValues
+from regrade.values import CannotEvaluate, CellRef, ExcelError, WorkbookValues
 from regrade.workbook.cones import Area, Cell, FormulaGraph
 from regrade.engines.functions.aggregate import Item, aggregate
 from regrade.workbook.sheets import HiddenRows, resolve_sheet
@@ -103,7 +103,7 @@ def counts_nested_subtotals(graph: FormulaGraph, cell: Cell) -> bool:
     return any(graph.reads_a_call(c, _NESTABLE) for c in calling)
 
 
-def computed_total(graph: FormulaGraph, cell: Cell, read: ReadArea) -> object | None:
+def computed_total(graph: FormulaGraph, cell: Cell, read: ReadArea) -> float | ExcelError | None:
     """Excel's value of ``cell`` when its formula is a direct call over references:
     ``=SUBTOTAL(n, ref, ...)``, ``=AGGREGATE(f, option, ref, ...)`` (f 1-13) or
     ``=AGGREGATE(f, option, ref, k)`` (f 14-19), every number written out and no counted

@@ -15,12 +15,13 @@ from pathlib import Path
 from typing import Collection, Iterator
 
 import openpyxl
-from openpyxl.utils.cell import range_boundaries
+
 
 from regrade.engines.base import Engine
 from regrade.values import EXCEL_ERROR_CODES, CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookValues
 from regrade.engines.cached import read_cells
 from regrade.workbook.cones import VOLATILE_FUNCTIONS, FormulaGraph
+from regrade.workbook.formula import boundaries
 from regrade.engines.readings import number_value
 from regrade.workbook.screening import HOSTILE_REASONS, screen
 from regrade.workbook.sheets import array_formula_ranges, formula_cells, formula_text, load_formula_book, resolve_sheet
@@ -73,7 +74,7 @@ class Golden:
 
     path: Path
     sheet_names: list[str]
-    _cells: dict[CellRef, tuple[object, str]] = field(default_factory=dict)  # value, number format
+    _cells: dict[CellRef, tuple[CellResult, str]] = field(default_factory=dict)  # value, number format
     _sizes: dict[str, tuple[int, int]] | None = None
     _formula_book: openpyxl.Workbook | None = None
     _graph: FormulaGraph | None = None
@@ -255,8 +256,8 @@ def recomputed_view(
     for ref, value in stored.cells.items():
         if ref in cells and ref not in stored.formulas and ref not in computed.formulas and ref not in spilled:
             cells[ref] = value
-        elif type(cells.get(ref)) is float and ref in stored.number_formats:
-            cells[ref] = number_value(cells[ref], stored.number_formats[ref])  # the file's format decides
+        elif isinstance(number := cells.get(ref), float) and ref in stored.number_formats:
+            cells[ref] = number_value(number, stored.number_formats[ref])  # the file's format decides
     return WorkbookValues(sheet_names=computed.sheet_names, cells=cells, formulas=computed.formulas)
 
 
@@ -333,7 +334,7 @@ def spilled_cells(path: Path, stored: WorkbookValues) -> set[CellRef]:
     cells: set[CellRef] = set()
     for sheet, area in array_formula_ranges(path):
         if ":" in area and sheet < len(stored.sheet_names):
-            min_col, min_row, max_col, max_row = range_boundaries(area)
+            min_col, min_row, max_col, max_row = boundaries(area)
             cells.update(CellRef(stored.sheet_names[sheet], r, c) for r in range(min_row, max_row + 1)
                          for c in range(min_col, max_col + 1) if (r, c) != (min_row, min_col))
     return cells

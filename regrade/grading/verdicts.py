@@ -135,7 +135,7 @@ def _same_in_another_type(a: object, b: object) -> bool:
         return abs(parsed - number) < 1e-9 * max(1.0, abs(number))
     if isinstance(a, bool) != isinstance(b, bool) and _number(a if isinstance(b, bool) else b) is not None:
         number, flag = (_number(a), b) if isinstance(b, bool) else (_number(b), a)
-        return number == float(flag)
+        return number == (1.0 if flag else 0.0)
     return False
 
 

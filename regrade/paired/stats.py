@@ -72,7 +72,7 @@ def _phi(a: int, b: int, c: int, d: int) -> float:
     margins = (a + b) * (c + d) * (a + c) * (b + d)
     if margins == 0:
         return 0.0
-    numerator = a * d - b * c
+    numerator = float(a * d - b * c)
     if numerator > n / 2:
         numerator -= n / 2
     elif numerator >= 0:

@@ -29,11 +29,11 @@ from typing import Iterable
 
 import openpyxl
 from openpyxl.formula.tokenizer import Token
-from openpyxl.utils.cell import range_boundaries
 
-from regrade.workbook.sheets import HiddenRows, formula_text, hidden_rows, load_formula_book, resolve_sheet
+from regrade.workbook.sheets import HiddenRows, formula_cells_of, formula_text, hidden_rows, load_formula_book, resolve_sheet
 from regrade.workbook.structured import TablePart, resolve_structured, table_parts
-from regrade.workbook.formula import MAX_COLUMNS, MAX_ROWS, function_of, tokens as formula_tokens
+from regrade.values import CellRef
+from regrade.workbook.formula import MAX_COLUMNS, MAX_ROWS, boundaries, function_of, tokens as formula_tokens
 
 VOLATILE_FUNCTIONS = frozenset({"TODAY", "NOW", "RAND", "RANDBETWEEN", "RANDARRAY"})
 DYNAMIC_REFERENCE_FUNCTIONS = frozenset({"INDIRECT", "OFFSET"})
@@ -87,19 +87,15 @@ class FormulaGraph:
         self.sheets = [ws.title for ws in book.worksheets]
         self._sheet_by_lower = {name.lower(): name for name in self.sheets}
         self.formulas: dict[Cell, str] = {}
-        for ws in book.worksheets:
-            for row in ws.iter_rows():
-                for cell in row:
-                    text = formula_text(cell.value)
-                    if text is not None:
-                        self.formulas[(ws.title, cell.row, cell.column)] = text
-                        self._spill(ws.title, getattr(cell.value, "ref", None), text)
+        for found in formula_cells_of(book):
+            self.formulas[CellRef(found.sheet, found.row, found.column)] = found.text
+            self._spill(found.sheet, getattr(found.cell.value, "ref", None), found.text)
         self.tables: dict[str, TablePart] = table_parts(book)
         self.hidden_rows: dict[str, HiddenRows] = hidden_rows(book)
         self.names = _defined_names(book)
         self._rows_by_column: dict[tuple[str, int], list[int]] = defaultdict(list)
-        for sheet, row, column in sorted(self.formulas):
-            self._rows_by_column[(sheet, column)].append(row)
+        for formula_cell in sorted(self.formulas):
+            self._rows_by_column[(formula_cell[0], formula_cell[2])].append(formula_cell[1])
         self._columns_by_sheet: dict[str, list[int]] = defaultdict(list)
         for sheet, column in sorted(self._rows_by_column):
             self._columns_by_sheet[sheet].append(column)
@@ -110,7 +106,7 @@ class FormulaGraph:
         """The other cells of an array formula's range hold its results: they read what it reads."""
         if not ref or ":" not in ref:
             return
-        min_col, min_row, max_col, max_row = range_boundaries(ref)
+        min_col, min_row, max_col, max_row = boundaries(ref)
         if (max_row - min_row + 1) * (max_col - min_col + 1) > MAX_SPILL_CELLS:
             return
         for row in range(min_row, max_row + 1):
@@ -270,10 +266,11 @@ class FormulaGraph:
         if match.group("sheet"):
             quoted = match.group("sheet")
             named = quoted[1:-1].replace("''", "'") if quoted.startswith("'") else quoted
-            sheet = self._sheet_by_lower.get(named.lower())
-            if sheet is None:  # 3-D reference or unknown sheet
+            known = self._sheet_by_lower.get(named.lower())
+            if known is None:  # 3-D reference or unknown sheet
                 found.open = True
                 return
+            sheet = known
         area = _area(sheet, area_text)
         if area is not None:
             found.areas.append(area)
@@ -326,10 +323,10 @@ def plain_area(reference: str, home: str, sheets: list[str]) -> Area | None:
 def _area(sheet: str, text: str) -> Area | None:
     plain = text.replace("$", "")
     if _CELL_OR_RANGE.match(text):
-        min_col, min_row, max_col, max_row = range_boundaries(plain)
+        min_col, min_row, max_col, max_row = boundaries(plain)
         return Area(sheet, min_row, min_col, max_row, max_col)
     if match := _COLUMNS.match(text):
-        min_col, _, max_col, _ = range_boundaries(f"{match.group(1)}1:{match.group(2)}1")
+        min_col, _, max_col, _ = boundaries(f"{match.group(1)}1:{match.group(2)}1")
         return Area(sheet, 1, min_col, MAX_ROWS, max_col)
     if match := _ROWS.match(text):
         return Area(sheet, int(match.group(1)), 1, int(match.group(2)), MAX_COLUMNS)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from openpyxl.formula.tokenizer import Token, Tokenizer
+from openpyxl.utils.cell import range_boundaries
 
 MAX_ROWS = 1_048_576  # Excel's sheet: rows
 MAX_COLUMNS = 16_384  # and columns (XFD)
@@ -62,3 +63,10 @@ def _column(letters: str) -> int:
     for letter in letters.upper():
         number = number * 26 + ord(letter) - 64
     return number
+
+
+def boundaries(reference: str) -> tuple[int, int, int, int]:
+    """openpyxl's ``range_boundaries`` (min_col, min_row, max_col, max_row) with a whole
+    column's or row's open ends filled in: ``A:B`` is rows 1 to MAX_ROWS."""
+    min_col, min_row, max_col, max_row = range_boundaries(reference)
+    return (min_col or 1, min_row or 1, max_col or MAX_COLUMNS, max_row or MAX_ROWS)

@@ -161,7 +161,7 @@ def _inflate(archive: zipfile.ZipFile, part: zipfile.ZipInfo, limits: Limits, ro
     unbounded = copy.copy(part)
     unbounded.file_size = room + 1  # read what the data really inflates to, not what the header claims
     scan = part.filename.lower().endswith(XML_PART)
-    size, tail, calls = 0, b"", set()
+    size, tail, calls = 0, b"", set[str]()
     with archive.open(unbounded) as stream:
         while chunk := stream.read(CHUNK):
             size += len(chunk)

@@ -10,9 +10,13 @@ import warnings
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import openpyxl
-from openpyxl.utils.cell import column_index_from_string, range_boundaries
+from openpyxl.cell.cell import Cell
+from openpyxl.utils.cell import column_index_from_string
+
+from regrade.workbook.formula import boundaries
 
 MAX_SHEET_BYTES = 64 * 1024 * 1024
 _ARRAY_CELL = re.compile(r'<c r="([A-Z]{1,3})(\d+)"[^>]*>\s*<f\b(?=[^>]*\bt="array")(?:[^>]*\bref="([A-Z0-9:]+)")?')
@@ -109,6 +113,27 @@ def formula_text(content: object) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class FormulaCell:
+    """One formula cell of a loaded workbook: where it is, its text, and the openpyxl cell."""
+
+    sheet: str
+    row: int
+    column: int
+    text: str
+    cell: Cell
+
+
+def formula_cells_of(book: openpyxl.Workbook) -> Iterator[FormulaCell]:
+    """Every formula cell of a workbook openpyxl loaded with its formulas, sheet by sheet."""
+    for ws in book.worksheets:
+        for row in ws.iter_rows():
+            for cell in row:
+                text = formula_text(cell.value)
+                if text is not None and isinstance(cell, Cell) and cell.row is not None and cell.column is not None:
+                    yield FormulaCell(ws.title, cell.row, cell.column, text, cell)
+
+
 def load_formula_book(path: Path) -> openpyxl.Workbook:
     """The workbook with its formulas (not cached values), without openpyxl's warnings about
     extensions it drops. Raises whatever openpyxl raises on a file it cannot read."""
@@ -140,7 +165,7 @@ def hidden_rows(book: openpyxl.Workbook) -> dict[str, HiddenRows]:
         for autofilter in filters:
             if autofilter.ref and autofilter.filterColumn:
                 try:
-                    _, first, _, last = range_boundaries(autofilter.ref)
+                    _, first, _, last = boundaries(autofilter.ref)
                 except (ValueError, TypeError):
                     continue
                 filtered |= {row for row in hidden if first < row <= last}

@@ -27,9 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import openpyxl
-from openpyxl.utils.cell import get_column_letter, range_boundaries
+from openpyxl.utils.cell import get_column_letter
 
-from regrade.workbook.sheets import formula_text, load_formula_book
+from regrade.workbook.formula import boundaries
+from regrade.workbook.sheets import formula_cells_of, load_formula_book
 
 MAX_SHEET_BYTES = 64 * 1024 * 1024
 _STRING = re.compile(r'("(?:[^"]|"")*")')
@@ -72,16 +73,11 @@ def _rewrites(path: Path, array_formulas: bool) -> dict[tuple[str, int, int], st
     if not tables:
         return {}
     rewrites = {}
-    for sheet in book.worksheets:
-        for row in sheet.iter_rows():
-            for cell in row:
-                if not isinstance(cell.value, str) and not array_formulas:
-                    continue
-                formula = formula_text(cell.value)
-                if formula is not None and "[" in formula:
-                    resolved = resolve_structured(formula, sheet.title, cell.row, cell.column, tables)
-                    if resolved != formula:
-                        rewrites[(sheet.title, cell.row, cell.column)] = resolved
+    for found in formula_cells_of(book):
+        if (isinstance(found.cell.value, str) or array_formulas) and "[" in found.text:
+            resolved = resolve_structured(found.text, found.sheet, found.row, found.column, tables)
+            if resolved != found.text:
+                rewrites[(found.sheet, found.row, found.column)] = resolved
     return rewrites
 
 
@@ -90,7 +86,7 @@ def table_parts(book: openpyxl.Workbook) -> dict[str, TablePart]:
     parts = {}
     for sheet in book.worksheets:
         for table in sheet.tables.values():
-            min_col, min_row, max_col, max_row = range_boundaries(table.ref)
+            min_col, min_row, max_col, max_row = boundaries(table.ref)
             headers = 0 if table.headerRowCount == 0 else 1
             totals = table.totalsRowCount or 0
             columns = tuple(str(c.name) for c in table.tableColumns) or tuple(
@@ -119,7 +115,7 @@ def _resolve_text(text: str, row: int, tables: dict[str, TablePart], home: Table
         end = _closing_bracket(text, match.end() - 1)
         table = tables.get(match.group(1).lower()) if match.group(1) else home
         resolved = _range(table, text[match.end():end], row) if end is not None and table is not None else None
-        if resolved is None:
+        if resolved is None or end is None:
             out.append(text[position:match.end()])
             position = match.end()
             continue

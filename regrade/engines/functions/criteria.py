@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import operator
 import re
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 from regrade.values import ExcelError
 from regrade.engines.functions.lookup import NotImplementedMode, wildcard_pattern
@@ -35,7 +35,7 @@ from regrade.engines.functions.values import as_number
 
 _OPERATOR = re.compile(r"^(<=|>=|<>|=|<|>)?(.*)$", re.DOTALL)
 _DATE_LIKE = re.compile(r"^\d{1,4}[-/.]\d{1,2}([-/.]\d{1,4})?$|:")
-_COMPARE: dict[str, Callable[[object, object], bool]] = {
+_COMPARE: dict[str, Callable[[Any, Any], bool]] = {
     "=": operator.eq, "<>": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
 }
 

@@ -78,7 +78,7 @@ def _find(value: object, values: list[object], match_mode: int, search_mode: int
     order = range(len(values)) if search_mode == 1 else range(len(values) - 1, -1, -1)
     if match_mode == 2 and isinstance(value, str):
         pattern = wildcard_pattern(value)
-        return next((i for i in order if isinstance(values[i], str) and pattern.fullmatch(values[i])), None)
+        return next((i for i in order if isinstance(found := values[i], str) and pattern.fullmatch(found)), None)
     key = _key(value)
     exact = next((i for i in order if _key(values[i]) == key), None)
     if exact is not None or match_mode in (0, 2):
