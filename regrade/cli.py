@@ -272,7 +272,8 @@ def run_rescore(cases: list[Case], settings: RescoreSettings, workers: int, cach
     inputs = [*described_by, *(p for c in cases for p in (c.output_path, c.answer_path))]
     record = provenance(
         {**command, "policy": settings.policy, "shallow": settings.shallow, "full": list(settings.engines),
-         "timeout_s": settings.timeout_s, "workers": workers, "cache": str(cache.directory) if cache else None},
+         "timeout_s": settings.timeout_s, "bridge_work": settings.bridge_work, "workers": workers,
+         "cache": str(cache.directory) if cache else None},
         engine_versions(settings),
         inputs,
     )
@@ -372,15 +373,18 @@ def table_command(results, baseline, ci, alpha, correction, unit, scoring, fmt):
 @click.argument("results", type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--cells", "show_cells", is_flag=True, help="List every differing cell: case, cell, formula, shallow value, "
               "each engine's value, golden value and reason.")
+@click.option("--rules", "by_rule", is_flag=True, help="Count the engines' abstentions on graded cells by rule id "
+              "(see `regrade rules`): cells and cases per rule and engine.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @library_errors
-def diff_command(results, show_cells, fmt):
+def diff_command(results, show_cells, by_rule, fmt):
     """Shallow (value-only) against full grading, from a rescore results file.
 
     Per (stack, benchmark, condition) and overall: of the value-only failures whose
     answer cells hold formulas, how many were already correct (artifact), genuinely
     wrong, unevaluable, split the engines, or had a golden that cannot judge; and
-    how many value-only passes were wrong (false-pass). --cells lists every cell on
+    how many value-only passes were wrong (false-pass). --rules counts the engines'
+    abstentions by rule id. --cells lists every cell on
     which the grades differ with its reason (uncached-formula, stale-cache,
     unsupported-in-recalc, type-mismatch, rounding, date-serial,
     spill-not-materialised, wrong-sheet, ...).
@@ -390,11 +394,17 @@ def diff_command(results, show_cells, fmt):
       regrade diff results.jsonl --cells --format csv > cells.csv
     """
     provenance_record, records = read_results(results)
-    rows = diff.differing_cells(records) if show_cells else diff.summary(records)
-    columns = diff.CELL_COLUMNS if show_cells else diff.SUMMARY_COLUMNS
+    if show_cells and by_rule:
+        raise click.UsageError("--cells and --rules are two different listings: choose one")
+    if by_rule:
+        rows, columns = diff.abstentions(records), diff.ABSTENTION_COLUMNS
+    elif show_cells:
+        rows, columns = diff.differing_cells(records), diff.CELL_COLUMNS
+    else:
+        rows, columns = diff.summary(records), diff.SUMMARY_COLUMNS
     meta = {"provenance": provenance_record} if fmt == "json" and provenance_record else None
     click.echo(render(columns, rows, fmt, meta))
-    if fmt == "table" and not show_cells:
+    if fmt == "table" and not show_cells and not by_rule:
         click.echo("")
         for row in rows:
             label = "overall" if row["condition"] == diff.ALL else f"{row['stack']} / {row['benchmark']} / {row['condition']}"

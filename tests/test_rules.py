@@ -56,3 +56,24 @@ def test_regrade_rules_lists_the_table_as_json():
     assert isinstance(listed[0]["engines"], list)
     ironcalc_only = CliRunner().invoke(main, ["rules", "--engine", "libreoffice", "--format", "json"])
     assert all("libreoffice" in row["engines"] for row in json.loads(ironcalc_only.output))
+
+
+def test_results_and_diff_count_abstentions_by_rule_id(tmp_path):
+    import openpyxl
+
+    from regrade.paired.diff import abstentions
+    from regrade.runner import RescoreSettings, rescore_run
+    from regrade.runs.cases import Case
+
+    rule = BY_ID["ironcalc-computed-name"]  # B1 = SUM(Days), Days = {0,1,2}: 3 by hand
+    golden = openpyxl.Workbook()
+    golden.active.title = "Sheet1"
+    golden.active["B1"] = 3
+    golden.save(tmp_path / "golden.xlsx")
+    case = Case(condition="c", task_id="t", case=1, output_path=rule.probe, answer_path=tmp_path / "golden.xlsx",
+                answer_position="B1")
+    [record] = rescore_run([case], RescoreSettings("spreadsheetbench", "cached", ("ironcalc",), 60.0))
+    assert record["verdict"] == "unevaluable"
+    [cell] = record["cells"]
+    assert cell["engines"]["ironcalc"]["rule"] == "ironcalc-computed-name"
+    assert abstentions([record]) == [{"rule": "ironcalc-computed-name", "engine": "ironcalc", "cells": 1, "cases": 1}]

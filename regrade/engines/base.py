@@ -14,7 +14,7 @@ from regrade.values import CellRef, WorkbookValues
 
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_MEMORY_MB = 4096
-DEFAULT_BRIDGE_WORK = 2_000_000
+DEFAULT_BRIDGE_WORK = 40_000_000
 
 
 @dataclass(frozen=True)

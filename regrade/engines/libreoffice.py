@@ -7,9 +7,11 @@ load forced (``OOXMLRecalcMode`` = 0, so no stale cache is ever echoed), externa
 links never updated, macros never run, and, where ``unshare`` allows it (Linux),
 in a network namespace of its own with no way out. A workbook calling WEBSERVICE,
 which LibreOffice would fetch, is declined (``network-function``) before LibreOffice
-sees it, sandbox or not. The engine isolates itself: a helper that
-does not answer within the timeout is killed with its soffice and started afresh
-for the next workbook.
+sees it, sandbox or not. Opened through the registry, the engine runs in an isolated
+worker like every other (:mod:`regrade.engines.isolation`), so its rewrites and rules run
+under the workbook's limit too; soffice starts when the worker does (:meth:`start`), and
+the helper and soffice die with a worker killed at its limit. A helper that does not
+answer within the timeout is killed with its soffice and started afresh.
 
 regrade's set-up installs LibreOffice 25.2 (bookworm-backports on Debian 12), which
 computes XLOOKUP, XMATCH, FILTER, SORT, SORTBY, UNIQUE, SEQUENCE and LET; Debian 12's own

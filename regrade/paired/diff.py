@@ -75,6 +75,25 @@ def differing_cells(records: Iterable[dict]) -> list[dict]:
     return rows
 
 
+ABSTENTION_COLUMNS = ["rule", "engine", "cells", "cases"]
+
+
+def abstentions(records: Iterable[dict]) -> list[dict]:
+    """The engines' abstentions on graded cells, counted by rule id (by reason where no rule
+    made one: a timeout, a workbook an engine could not load): cells and cases per rule."""
+    cells: dict[tuple[str, str], int] = defaultdict(int)
+    cases: dict[tuple[str, str], set[tuple]] = defaultdict(set)
+    for record in records:
+        for cell in record.get("cells", []):
+            for engine, value in cell.get("engines", {}).items():
+                if isinstance(value, dict) and "cannot_evaluate" in value:
+                    key = (value.get("rule") or value["cannot_evaluate"], engine)
+                    cells[key] += 1
+                    cases[key].add((record["condition"], record["task_id"], record["case"], record.get("trial")))
+    return [{"rule": rule, "engine": engine, "cells": count, "cases": len(cases[(rule, engine)])}
+            for (rule, engine), count in sorted(cells.items(), key=lambda item: (-item[1], item[0]))]
+
+
 def _text(value: object) -> object:
     if isinstance(value, dict) and "cannot_evaluate" in value:
         return f"(cannot evaluate: {value.get('rule') or value['cannot_evaluate']})"
