@@ -8,6 +8,7 @@ import time
 import pytest
 
 from regrade.engines.base import EngineSettings
+from regrade.engines.rules import abstention
 from regrade.values import CannotEvaluate, CellRef, ExcelError
 from regrade.engines.cached import CachedEngine
 from regrade.engines.ironcalc import IronCalcEngine
@@ -61,7 +62,7 @@ def test_unknown_functions_abstain_instead_of_guessing(workbook):
     path = workbook({"A1": 1, "A2": 2, "A3": "=PHONETIC(B1)", "A4": "=IFERROR(PHONETIC(B1),7)",
                      "A5": "=A3+1", "A6": "=A1+A2", "B1": "x"})
     values = IronCalcEngine().evaluate(path, [ref(c) for c in ("A3", "A4", "A5", "A6")]).cells
-    assert values[ref("A3")] == CannotEvaluate("unsupported-function", "IronCalc lacks PHONETIC")
+    assert values[ref("A3")] == CannotEvaluate("unsupported-function", "IronCalc lacks PHONETIC", rule="ironcalc-lacks-function")
     assert isinstance(values[ref("A4")], CannotEvaluate)  # IFERROR would hide it behind 7
     assert isinstance(values[ref("A5")], CannotEvaluate)  # #NAME? flows in from A3
     assert values[ref("A6")] == 3.0  # 1 + 2: unaffected cells are still computed
@@ -72,7 +73,8 @@ def test_an_error_outside_the_unknown_functions_cone_is_a_real_result(workbook):
     values = IronCalcEngine().evaluate(path, [ref("A2"), ref("A3")]).cells
     assert values[ref("A2")] == ExcelError("#DIV/0!")  # 1/0 reads nothing PHONETIC touches
     assert values[ref("A3")] == CannotEvaluate(
-        "unsupported-function", "#NAME? from a formula that calls PHONETIC, which IronCalc lacks")
+        "unsupported-function", "#NAME? from a formula that calls PHONETIC, which IronCalc lacks",
+        rule="ironcalc-error-from-missing-function")
 
 
 def test_unknown_function_names_ignore_string_literals():
@@ -201,7 +203,7 @@ def test_a_cell_that_reads_another_workbook_is_an_abstention(workbook, tmp_path)
             target.writestr(item, source.read(item.filename))
         target.writestr("xl/externalLinks/externalLink1.xml", "<externalLink/>")  # what marks a linked workbook
     values = IronCalcEngine().evaluate(linked, [ref("A1"), ref("A2"), ref("A3")]).cells
-    external = CannotEvaluate("external-link", "the value comes from another workbook (an external link)")
+    external = abstention("external-link")
     assert values[ref("A1")] == values[ref("A2")] == external  # A2 reads A1
     assert values[ref("A3")] == 6.0  # 3 * 2
 
@@ -232,7 +234,7 @@ def test_a_bridged_call_that_reads_let_names_is_an_abstention_not_name_error(wor
                      "B1": ArrayFormula("B1", "=_xlfn.LET(_xlpm.x,A1:A3,SUM(COUNTIF(_xlpm.x,_xlpm.x)))"),
                      "C1": ArrayFormula("C1", "=_xlfn.LET(_xlpm.y,1,SUM(COUNTIF(A1:A3,A1:A3))+_xlpm.y)")})
     values = IronCalcEngine().evaluate(path, [ref("B1"), ref("C1")]).cells
-    assert values[ref("B1")].reason == "unsupported-function" and "COUNTIF" in values[ref("B1")].detail
+    assert values[ref("B1")].rule == "ironcalc-bridge-left" and "COUNTIF" in values[ref("B1")].detail
     assert values[ref("C1")] == 6
 
 
@@ -263,7 +265,7 @@ def test_a_lookup_of_an_empty_cell_is_an_abstention(workbook):
                      "E2": '=IFERROR(_xlfn.XLOOKUP(D1,B1:B3,C1:C3),"none")', "E3": '=VLOOKUP("x",B1:C3,2,0)', "E4": "=E1*2",
                      "E5": "=VLOOKUP(D1,C1:C3,1,0)"})
     values = IronCalcEngine().evaluate(path, [ref("E1"), ref("E2"), ref("E3"), ref("E4"), ref("E5")]).cells
-    assert [values[c].reason for c in (ref("E1"), ref("E2"), ref("E4"))] == ["unsupported-function"] * 3
+    assert [values[c].rule for c in (ref("E1"), ref("E2"), ref("E4"))] == ["ironcalc-lookup-of-empty"] * 3
     assert "VLOOKUP" in values[ref("E1")].detail
     assert values[ref("E3")] == 2  # x is in row 2
     assert values[ref("E5")] == ExcelError("#N/A")
@@ -356,7 +358,7 @@ def test_a_bridged_call_over_a_function_ironcalc_lacks_is_an_abstention(workbook
     path = workbook({"C1": "a", "C2": "b", "D1": 1, "D2": 2,
                      "F1": ArrayFormula("F1", '=SUM(SUMIFS(D1:D2,C1:C2,_xlfn.FILTERXML("<k><m>a</m><m>b</m></k>","//m")))')})
     value = IronCalcEngine().evaluate(path, [ref("F1")]).cells[ref("F1")]
-    assert value.reason == "unsupported-function" and "FILTERXML" in value.detail
+    assert value.rule == "ironcalc-lacks-function" and "FILTERXML" in value.detail
 
 
 def test_xmatch_of_an_array_of_values_gives_an_array(workbook):
@@ -380,6 +382,6 @@ def test_value_error_from_a_date_read_from_text_is_an_abstention(workbook):
     # which reads fewer date texts. "2021-08-09" it reads: 44417.
     path = workbook({"A1": "9 Aug", "B1": '=DATEVALUE(A1&" 2021")', "B2": '=DATEVALUE("2021-08-09")', "B3": "=1/0+B2"})
     values = IronCalcEngine().evaluate(path, [ref("B1"), ref("B2"), ref("B3")]).cells
-    assert values[ref("B1")].reason == "unsupported-function"
+    assert values[ref("B1")].rule == "ironcalc-date-text"
     assert values[ref("B2")] == 44417
     assert values[ref("B3")] == ExcelError("#DIV/0!")  # an error other than #VALUE! stands

@@ -131,5 +131,5 @@ def test_an_approximate_xlookup_over_empty_cells_is_an_abstention(workbook):
     values = IronCalcEngine().evaluate(workbook(cells), refs).cells
     assert [values[r] for r in refs] == ["b", ""]
     values = IronCalcEngine().evaluate(workbook({**cells, "B1": None}, name="gap.xlsx"), refs).cells
-    assert values[refs[0]].reason == "unsupported-function" and "empty" in values[refs[0]].detail
+    assert values[refs[0]].rule == "approximate-lookup-over-empty" and "empty" in values[refs[0]].detail
     assert values[refs[1]] == ""  # an exact match does not rank empty cells

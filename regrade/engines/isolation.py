@@ -30,7 +30,8 @@ from regrade.engines.base import Engine
 from regrade.values import CellRef, WorkbookFailure, WorkbookValues
 
 WORKBOOKS_PER_WORKER = 100
-START_TIMEOUT_S = 120.0  # a worker's engine getting ready (LibreOffice starting soffice): no workbook's time
+START_TIMEOUT_S = 120.0
+CLOSE_TIMEOUT_S = 10.0  # a worker closing its engine (LibreOffice: soffice and its profile)  # a worker's engine getting ready (LibreOffice starting soffice): no workbook's time
 ORPHAN_CHECK_S = 2.0
 OUT_OF_MEMORY_EXIT = 3  # a worker that could not even report running out of memory
 _FRESH_START_FAULTS = ("crashed", "memory-limit")
@@ -68,9 +69,16 @@ class IsolatedEngine:
         return values
 
     def close(self) -> None:
+        """Ask the worker to close its engine and leave; one that does not (busy past its
+        limit) is killed, and what its engine left is removed from here."""
         if self._connection is not None:
+            try:
+                self._connection.send(None)
+            except (OSError, ValueError):
+                pass
             self._connection.close()
         if self._worker is not None:
+            self._worker.join(CLOSE_TIMEOUT_S)
             if self._worker.is_alive():
                 self._worker.kill()
             self._worker.join(5)
@@ -160,10 +168,15 @@ def _serve(engine: Engine, memory_mb: int | None, connection: Connection, parent
         try:
             while not connection.poll(ORPHAN_CHECK_S):
                 if os.getppid() != parent:  # the parent died; a sibling may still hold our pipe open
+                    engine.close()
                     os._exit(0)
-            path, cells = connection.recv()
+            request = connection.recv()
         except (EOFError, OSError):
+            request = None
+        if request is None:  # the parent closes this engine, or went away
+            engine.close()
             os._exit(0)
+        path, cells = request
         outcome = _evaluate(engine, path, cells, out_of_memory)
         try:
             connection.send(outcome)

@@ -37,6 +37,7 @@ import select
 import signal
 import subprocess
 import tempfile
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -95,7 +96,9 @@ class LibreOfficeEngine(ComputingEngine):
         self.timeout_s = settings.timeout_s
         self.memory_mb = settings.memory_mb or DEFAULT_MEMORY_MB
         self._helper: subprocess.Popen | None = None
-        self._profile: str | None = None
+        # named now, made when soffice starts: the copy of this engine in the process that
+        # opened it can remove what a worker killed at its limit left there
+        self._profile = os.path.join(tempfile.gettempdir(), f"regrade-libreoffice-{uuid.uuid4().hex[:12]}")
         atexit.register(self.close)
 
     def version(self) -> str:
@@ -148,7 +151,7 @@ class LibreOfficeEngine(ComputingEngine):
         if self._helper is not None and self._helper.poll() is None:
             return self._helper
         self.close()
-        self._profile = tempfile.mkdtemp(prefix="regrade-libreoffice-")
+        os.makedirs(self._profile, mode=0o700)
         self._helper = subprocess.Popen(
             [SYSTEM_PYTHON, str(WORKER), self._profile, str(self.memory_mb), *network_sandbox()],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
@@ -184,9 +187,8 @@ class LibreOfficeEngine(ComputingEngine):
             for stream in (helper.stdin, helper.stdout):
                 if stream is not None:
                     stream.close()
-        if self._profile is not None:
+        if os.path.exists(self._profile):
             remove_office_files(self._profile)
-            self._profile = None
 
 
 _STORED_BOOLEANS = ("=TRUE()", "=FALSE()")

@@ -27,6 +27,7 @@ import json
 import os
 import re
 import resource
+import signal
 import subprocess
 import sys
 import time
@@ -64,6 +65,18 @@ def prop(name, value):
     return p
 
 
+def limit_office(memory_mb: int) -> None:
+    """In soffice before it starts: its memory limit, and death with this helper (Linux's
+    PR_SET_PDEATHSIG), so that a helper killed at a workbook's time limit leaves no soffice."""
+    resource.setrlimit(resource.RLIMIT_AS, (memory_mb << 20, memory_mb << 20))
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
+
+
 def start_office(profile: str, memory_mb: int, sandbox: list):
     user = os.path.join(profile, "user")
     os.makedirs(user, exist_ok=True)
@@ -74,7 +87,7 @@ def start_office(profile: str, memory_mb: int, sandbox: list):
         [*sandbox, "soffice", "--headless", "--invisible", "--nologo", "--norestore", "--nodefault", "--nolockcheck",
          f"-env:UserInstallation=file://{profile}", f"--accept=pipe,name={pipe};urp;StarOffice.ComponentContext"],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (memory_mb << 20, memory_mb << 20)),
+        preexec_fn=lambda: limit_office(memory_mb),
     )
     local = uno.getComponentContext()
     resolver = local.ServiceManager.createInstanceWithContext("com.sun.star.bridge.UnoUrlResolver", local)
