@@ -30,9 +30,8 @@ from openpyxl.utils.cell import coordinate_to_tuple, get_column_letter
 
 from regrade.engines.base import EngineSettings
 from regrade.engines.ironcalc_rewrites import last_row_readers, rewrite_criteria_calls
-from regrade.engines.pipeline import ComputingEngine
+from regrade.engines.pipeline import PythonPackageEngine
 from regrade.engines.rules import abstention
-from regrade.engines.tools import PythonPackageEngine
 from regrade.engines.totals import TotalsDefects, mend_totals
 from regrade.values import CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues
 from regrade.workbook.analysis import WorkbookAnalysis
@@ -54,7 +53,7 @@ def unknown_to_formulas(formula: str, known: set[str]) -> list[str]:
     return sorted(n.split(".")[-1] for n in missing)
 
 
-class FormulasEngine(PythonPackageEngine, ComputingEngine):
+class FormulasEngine(PythonPackageEngine):
     package = "formulas"
     name = "formulas"
     full = True
@@ -63,7 +62,6 @@ class FormulasEngine(PythonPackageEngine, ComputingEngine):
 
     def __init__(self, settings: EngineSettings = EngineSettings(), whole_workbook: bool = False) -> None:
         super().__init__(settings)
-        self.import_package()
         self.whole_workbook = whole_workbook  # formulas' own way, every cell: the baseline of bench/formulas_cone.py
 
     def compute(self, analysis: WorkbookAnalysis, cells: Sequence[CellRef]) -> WorkbookValues:

@@ -29,13 +29,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from regrade.engines.base import EngineSettings
 from regrade.engines.ironcalc_bridge import ModelCell, bridge_functions
 from regrade.engines.ironcalc_rewrites import last_row_readers, rewrite_criteria_calls
-from regrade.engines.pipeline import ComputingEngine
+from regrade.engines.pipeline import PythonPackageEngine
 from regrade.engines.readings import number_value, unknown_functions
 from regrade.engines.rules import abstention
-from regrade.engines.tools import PythonPackageEngine
 from regrade.engines.totals import TotalsDefects, mend_totals
 from regrade.values import CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues
 from regrade.workbook.analysis import WorkbookAnalysis
@@ -53,14 +51,10 @@ _VALUE = ExcelError("#VALUE!")
 SLOW_EVALUATION_S = 3.0
 
 
-class IronCalcEngine(PythonPackageEngine, ComputingEngine):
+class IronCalcEngine(PythonPackageEngine):
     package = "ironcalc"
     name = "ironcalc"
     full = True
-
-    def __init__(self, settings: EngineSettings = EngineSettings()) -> None:
-        super().__init__(settings)
-        self.import_package()
 
     def compute(self, analysis: WorkbookAnalysis, cells: Sequence[CellRef]) -> WorkbookValues:
         import ironcalc

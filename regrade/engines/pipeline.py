@@ -9,6 +9,8 @@ memory limit (:mod:`regrade.engines.isolation`).
 
 from __future__ import annotations
 
+import importlib
+from importlib import metadata
 from pathlib import Path
 from typing import ClassVar, Sequence
 
@@ -36,3 +38,33 @@ class ComputingEngine(EngineBase):
     def compute(self, analysis: WorkbookAnalysis, cells: Sequence[CellRef]) -> WorkbookValues:
         """The engine's values of ``cells``, its own rules applied; never raises for a bad file."""
         raise NotImplementedError
+
+
+class PythonPackageEngine(ComputingEngine):
+    """A full engine that is a Python package: its availability and version.
+
+    The package is imported when the engine is made, so that forked workers inherit it
+    instead of importing it once per workbook.
+    """
+
+    package: ClassVar[str]  # the import name, which is also the name on PyPI here
+
+    def __init__(self, settings: EngineSettings = EngineSettings()) -> None:
+        super().__init__(settings)
+        try:
+            importlib.import_module(self.package)
+        except ImportError:
+            pass
+
+    def version(self) -> str:
+        try:
+            return f"{self.package} {metadata.version(self.package)}"
+        except metadata.PackageNotFoundError:
+            return "not installed"
+
+    def unavailable_reason(self) -> str | None:
+        try:
+            importlib.import_module(self.package)
+        except ImportError as exc:
+            return f"the {self.package} package is not installed ({exc}); pip install {self.package}"
+        return None

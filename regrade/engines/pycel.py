@@ -20,10 +20,8 @@ from typing import Any, Sequence
 
 from openpyxl.utils import get_column_letter
 
-from regrade.engines.base import EngineSettings
-from regrade.engines.pipeline import ComputingEngine
+from regrade.engines.pipeline import PythonPackageEngine
 from regrade.engines.rules import abstention
-from regrade.engines.tools import PythonPackageEngine
 from regrade.engines.totals import TotalsDefects, is_direct_total, mend_totals
 from regrade.values import EXCEL_ERROR_CODES, CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues
 from regrade.workbook.analysis import WorkbookAnalysis
@@ -31,16 +29,12 @@ from regrade.workbook.cones import Area, FormulaGraph
 from regrade.workbook.sheets import mentions, resolve_sheet
 
 
-class PycelEngine(PythonPackageEngine, ComputingEngine):
+class PycelEngine(PythonPackageEngine):
     package = "pycel"
     name = "pycel"
     full = True
     # 59.5% of Excel's cells in SpreadsheetBench answers (DESIGN §3): opt-in with --engines
     in_default_consensus = False
-
-    def __init__(self, settings: EngineSettings = EngineSettings()) -> None:
-        super().__init__(settings)
-        self.import_package()
 
     def compute(self, analysis: WorkbookAnalysis, cells: Sequence[CellRef]) -> WorkbookValues:
         from pycel import ExcelCompiler
