@@ -567,7 +567,7 @@ def probes_command(engine_names, record, fmt):
 
     Each probe in fixtures/probes is a small workbook whose right values were worked
     out by hand (fixtures/make_probes.py says why). Prints one row per probe and a
-    total per engine.
+    total per engine; stderr gets the abstentions counted by rule id (`regrade rules`).
 
     \b
     Example:
@@ -575,7 +575,8 @@ def probes_command(engine_names, record, fmt):
     """
     names = chosen_engines(engine_names)
     engines = [open_engine(name) for name in names]
-    matrix = run_pack(engines, on_probe=lambda p: click.echo(p, err=True))
+    abstained: Counter[str] = Counter()
+    matrix = run_pack(engines, on_probe=lambda p: click.echo(p, err=True), rules=abstained)
     if record:
         record_matrix(matrix, engines)
         click.echo(f"recorded {len(matrix)} probes in {MATRIX}, with the engines' versions", err=True)
@@ -583,6 +584,9 @@ def probes_command(engine_names, record, fmt):
     totals = probe_scores(matrix)
     rows += [{"probe": f"total {outcome}", **{n: totals[n][outcome] for n in names}} for outcome in OUTCOMES]
     click.echo(render(["probe", *names], rows, fmt))
+    if abstained:  # on stderr: stdout keeps the one table (or JSON document)
+        click.echo("abstentions by rule: " + ", ".join(f"{key} ({count})" for key, count in sorted(abstained.items())),
+                   err=True)
 
 
 @main.group("audit")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Callable
 
@@ -85,16 +86,22 @@ def _ref(text: str) -> CellRef:
     return CellRef(sheet, row, column_index_from_string(column))
 
 
-def probe_outcome(engine: Engine, path: Path, checks: dict[str, object]) -> str:
+def probe_outcome(engine: Engine, path: Path, checks: dict[str, object], rules: Counter[str] | None = None) -> str:
+    """right, wrong or abstain; ``rules`` counts each abstention by rule id (by reason where
+    no rule made it), as "engine: id"."""
     policy = get_policy("spreadsheetbench")
     refs = {_ref(text): _expected_value(value) for text, value in checks.items()}
     values = engine.evaluate(path, list(refs))
     if values.failure is not None:
+        if rules is not None:
+            rules[f"{engine.name}: {values.failure.reason}"] += 1
         return "abstain"
     outcome = "right"
     for ref, expected in refs.items():
         value = values.cells.get(ref, CannotEvaluate("missing-sheet"))
         if isinstance(value, CannotEvaluate):
+            if rules is not None:
+                rules[f"{engine.name}: {value.key}"] += 1
             outcome = "abstain"
         elif not policy.equal(expected, value):
             return "wrong"
@@ -102,14 +109,15 @@ def probe_outcome(engine: Engine, path: Path, checks: dict[str, object]) -> str:
 
 
 def run_pack(
-    engines: list[Engine], pack: Path = PACK, on_probe: Callable[[str], None] | None = None
+    engines: list[Engine], pack: Path = PACK, on_probe: Callable[[str], None] | None = None,
+    rules: Counter[str] | None = None,
 ) -> dict[str, dict[str, str]]:
-    """The matrix: probe id -> engine name -> outcome."""
+    """The matrix: probe id -> engine name -> outcome (``rules``: see :func:`probe_outcome`)."""
     matrix: dict[str, dict[str, str]] = {}
     for probe_id, spec in load_expected(pack).items():
         if on_probe is not None:
             on_probe(probe_id)
-        matrix[probe_id] = {e.name: probe_outcome(e, pack / f"{probe_id}.xlsx", spec["checks"]) for e in engines}
+        matrix[probe_id] = {e.name: probe_outcome(e, pack / f"{probe_id}.xlsx", spec["checks"], rules) for e in engines}
     return matrix
 
 
