@@ -76,7 +76,7 @@ class IronCalcEngine(PythonPackageEngine):
         order = functools.partial(_dependency_levels, analysis, names)
         bridged = bridge_functions(model, array_formula_cells(path), only_missing=heavy, order=order)
         originals = {**bridged.originals, **originals}
-        skipped = {(names[sheet], row, column): function for (sheet, row, column), function in bridged.skipped.items()}
+        skipped = {CellRef(names[sheet], row, column): function for (sheet, row, column), function in bridged.skipped.items()}
         graph = analysis.graph
         workbook_unknown = functools.cache(lambda: _workbook_unknown_functions(model))
         mentioned = mentions(path, (b"SUBTOTAL(", b"filterColumn", b"LOOKUP("))  # a quick look before the graph
@@ -167,7 +167,7 @@ def _dependency_levels(analysis: WorkbookAnalysis, names: list[str],
     graph = analysis.graph()
     if graph is None:
         return None
-    levels = graph.dependency_levels([(names[sheet], row, column) for sheet, row, column in cells])
+    levels = graph.dependency_levels([CellRef(names[sheet], row, column) for sheet, row, column in cells])
     return None if levels is None else [[(names.index(s), r, c) for s, r, c in level] for level in levels]
 
 
@@ -191,7 +191,7 @@ def _read_value(model: Any, sheet: int, row: int, column: int) -> CellResult:
     return value
 
 
-def _unknown_in_cone(graph: Callable[[], FormulaGraph | None], unknown: list[str], cell: tuple[str, int, int]) -> list[str]:
+def _unknown_in_cone(graph: Callable[[], FormulaGraph | None], unknown: list[str], cell: CellRef) -> list[str]:
     """The unknown functions the cell's value may depend on (all of them when the file cannot be traced)."""
     traced = graph() if unknown else None
     if traced is None:
@@ -199,19 +199,19 @@ def _unknown_in_cone(graph: Callable[[], FormulaGraph | None], unknown: list[str
     return sorted(traced.calls_in_cone([cell], unknown))
 
 
-def _in_cone(graph: FormulaGraph | None, skipped: dict[tuple[str, int, int], str], cell: tuple[str, int, int]) -> list[str]:
+def _in_cone(graph: FormulaGraph | None, skipped: dict[CellRef, str], cell: CellRef) -> list[str]:
     """The functions of the skipped cells the cell's value may depend on (all when the file cannot be traced)."""
     if graph is None:
         return sorted(set(skipped.values()))
     return sorted({skipped[place] for place in graph.cells_in_cone([cell]) if place in skipped})
 
 
-def _reads_a_date_from_text(graph: FormulaGraph | None, cell: tuple[str, int, int]) -> bool:
+def _reads_a_date_from_text(graph: FormulaGraph | None, cell: CellRef) -> bool:
     """Whether a formula of the cell's cone reads a date from text (any, when the file cannot be traced)."""
     return graph is None or any(formula_reads_a_date_from_text(text) for text in graph.formulas_in_cone([cell]))
 
 
-def _computed_names_read(graph: FormulaGraph | None, cell: tuple[str, int, int]) -> str:
+def _computed_names_read(graph: FormulaGraph | None, cell: CellRef) -> str:
     """The names defined by a formula or a constant the cell's value may depend on ("" for
     none); when the file cannot be traced or the cone is open, it may read any of them."""
     cone = graph.cone([cell]) if graph is not None else None
@@ -220,12 +220,12 @@ def _computed_names_read(graph: FormulaGraph | None, cell: tuple[str, int, int])
     return "what it reads" if cone is None or cone.open else ""
 
 
-def _lookups_of_empty_cells(model: Any, names: list[str]) -> dict[tuple[str, int, int], str]:
+def _lookups_of_empty_cells(model: Any, names: list[str]) -> dict[CellRef, str]:
     """Formula cells calling VLOOKUP, HLOOKUP or XLOOKUP of an empty cell over a lookup range
     that holds an empty cell too, by function. IronCalc then matches that empty cell; Excel
     does not (SpreadsheetBench task 7902), and what it matches instead (LibreOffice: a ""
     result) regrade cannot say. A range regrade cannot place counts as holding one."""
-    found: dict[tuple[str, int, int], str] = {}
+    found: dict[CellRef, str] = {}
     for sheet, row, column in model.get_all_cells():
         formula = model.get_cell_formula(sheet, row, column)
         if not formula or "LOOKUP(" not in formula.upper():
@@ -242,7 +242,7 @@ def _lookups_of_empty_cells(model: Any, names: list[str]) -> dict[tuple[str, int
                 lookup = (replace(lookup, max_col=lookup.min_col) if call.name == "VLOOKUP"
                           else replace(lookup, max_row=lookup.min_row))
             if lookup is None or _holds_an_empty_cell(model, names.index(lookup.sheet), lookup):
-                found[(names[sheet], row, column)] = call.name
+                found[CellRef(names[sheet], row, column)] = call.name
     return found
 
 

@@ -244,7 +244,7 @@ def _abstain_on_departures(analysis: WorkbookAnalysis, values: WorkbookValues) -
     for ref in values.formulas:
         sheet = resolve_sheet(ref.sheet, graph.sheets)
         relevant = [d for d in present if d.only_on is None or d.only_on == values.cells.get(ref)]
-        cone = graph.formulas_in_cone([(sheet, ref.row, ref.column)]) if sheet is not None and relevant else []
+        cone = graph.formulas_in_cone([CellRef(sheet, ref.row, ref.column)]) if sheet is not None and relevant else []
         found = next((d for d in relevant for text in cone if _departure(d, text)), None)
         if found is not None:
             values.cells[ref] = abstention(found.rule, f"{found.function}: {BY_ID[found.rule].why}")

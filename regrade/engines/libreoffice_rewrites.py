@@ -22,6 +22,7 @@ from pathlib import Path
 from openpyxl.formula.tokenizer import Token, Tokenizer
 from openpyxl.worksheet.formula import ArrayFormula
 
+from regrade.values import CellRef
 from regrade.workbook.sheets import formula_cells_of, load_formula_book, mentions
 from regrade.workbook.structured import structured_rewrites
 from regrade.workbook.formula import bare_name
@@ -35,11 +36,11 @@ def libreoffice_rewrites(path: Path) -> list[Rewrite]:
     ranges (:mod:`regrade.workbook.structured`; in plain formulas, as LibreOffice reads them in array
     formulas itself, unless the array formula is rewritten anyway), MOD with Excel's
     precision and DAY, MONTH and YEAR with Excel's calendar."""
-    rewrites: dict[tuple[str, int, int], tuple[str, str | None]] = {
-        (sheet, row, column): (formula, None) for (sheet, row, column), formula in structured_rewrites(path).items()}
-    resolved: dict | None = None  # with array formulas: read only if needed
+    rewrites: dict[CellRef, tuple[str, str | None]] = {
+        cell: (formula, None) for cell, formula in structured_rewrites(path).items()}
+    resolved: dict[CellRef, str] | None = None  # with array formulas: read only if needed
     for sheet, row, column, formula, area in semantic_rewrites(path):
-        key = (sheet, row, column)
+        key = CellRef(sheet, row, column)
         if key in rewrites:
             formula = with_excel_semantics(rewrites[key][0])
         elif area is not None and "[" in formula:

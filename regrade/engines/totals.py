@@ -127,7 +127,7 @@ def computed_total(graph: FormulaGraph, cell: Cell, read: ReadArea) -> float | E
         for offset, values in enumerate(read(area)):
             row = area.min_row + offset
             for shift, value in enumerate(values):
-                counted = (area.sheet, row, area.min_col + shift)
+                counted = CellRef(area.sheet, row, area.min_col + shift)
                 formula = graph.formulas.get(counted)
                 nested = formula is not None and bool(_CALLS_NESTABLE.search(formula))
                 if formula is not None and not nested:

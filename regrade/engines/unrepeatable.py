@@ -113,13 +113,13 @@ class _Intersected:
 
     def __init__(self, graph: FormulaGraph):
         self.graph = graph
-        self.found: dict[tuple[str, int, int], bool] = {}
+        self.found: dict[CellRef, bool] = {}
 
-    def read_by(self, cone: list[tuple[str, int, int]]) -> bool:
+    def read_by(self, cone: list[CellRef]) -> bool:
         """Whether such a formula is among the formula cells of a cone."""
         return any(self._intersects(c) for c in cone)
 
-    def _intersects(self, cell: tuple[str, int, int]) -> bool:
+    def _intersects(self, cell: CellRef) -> bool:
         if cell not in self.found:
             sheet, row, column = cell
             value = self.graph.book[sheet].cell(row, column).value  # an array formula is no str
@@ -150,7 +150,7 @@ class _TextDates:
         self.found: dict[tuple[Area, bool], str | None] = {}
         self.budget = MAX_CELLS_READ
 
-    def read_by(self, cone: list[tuple[str, int, int]]) -> str | None:
+    def read_by(self, cone: list[CellRef]) -> str | None:
         """An example of such a text a formula cell of a cone reads and may turn into a number, or None."""
         for formula_cell in cone:
             code = QUOTED.sub("", self.graph.formulas[formula_cell])
@@ -218,10 +218,10 @@ class _ApproximateOverEmpty:
     def __init__(self, graph: FormulaGraph):
         self.graph = graph
         self.empty: dict[Area, bool] = {}
-        self.found: dict[tuple[str, int, int], str | None] = {}
+        self.found: dict[CellRef, str | None] = {}
         self.budget = MAX_CELLS_READ
 
-    def read_by(self, cone: list[tuple[str, int, int]]) -> str | None:
+    def read_by(self, cone: list[CellRef]) -> str | None:
         """The function of such a call among the formula cells of a cone, or None."""
         for cell in cone:
             if cell not in self.found:
@@ -230,7 +230,7 @@ class _ApproximateOverEmpty:
                 return self.found[cell]
         return None
 
-    def _call_in(self, cell: tuple[str, int, int]) -> str | None:
+    def _call_in(self, cell: CellRef) -> str | None:
         for call in calls(self.graph.formulas[cell]):
             mode = {"XLOOKUP": 4, "XMATCH": 2}.get(call.name)
             if mode is not None and len(call.args) > mode and call.args[mode] in ("1", "-1", "+1"):

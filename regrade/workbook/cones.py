@@ -45,7 +45,7 @@ _COLUMNS = re.compile(r"^\$?([A-Za-z]{1,3}):\$?([A-Za-z]{1,3})$")
 _ROWS = re.compile(r"^\$?(\d+):\$?(\d+)$")
 _EXTERNAL = re.compile(r"^'?\[\d+\]")  # [1]Data!A1, '[1]Order Data'!A:B
 
-Cell = tuple[str, int, int]  # sheet, row, column
+Cell = CellRef  # the one cell reference (regrade.values)
 
 
 @dataclass(frozen=True)
@@ -111,7 +111,7 @@ class FormulaGraph:
             return
         for row in range(min_row, max_row + 1):
             for column in range(min_col, max_col + 1):
-                self.formulas.setdefault((sheet, row, column), text)
+                self.formulas.setdefault(CellRef(sheet, row, column), text)
 
     def all_functions(self) -> set[str]:
         found: set[str] = set()
@@ -234,7 +234,7 @@ class FormulaGraph:
         for column in columns[bisect.bisect_left(columns, area.min_col):bisect.bisect_right(columns, area.max_col)]:
             rows = self._rows_by_column[(area.sheet, column)]
             for row in rows[bisect.bisect_left(rows, area.min_row):bisect.bisect_right(rows, area.max_row)]:
-                yield (area.sheet, row, column)
+                yield CellRef(area.sheet, row, column)
 
     def _read(self, text: str, home: str, depth: int) -> Precedents:
         found = Precedents()

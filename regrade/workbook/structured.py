@@ -29,6 +29,7 @@ from pathlib import Path
 import openpyxl
 from openpyxl.utils.cell import get_column_letter
 
+from regrade.values import CellRef
 from regrade.workbook.formula import boundaries
 from regrade.workbook.sheets import formula_cells_of, load_formula_book
 
@@ -54,7 +55,7 @@ class TablePart:
         return sheet == self.sheet and self.min_row <= row <= self.max_row and self.min_col <= column <= self.max_col
 
 
-def structured_rewrites(path: Path, array_formulas: bool = False) -> dict[tuple[str, int, int], str]:
+def structured_rewrites(path: Path, array_formulas: bool = False) -> dict[CellRef, str]:
     """(sheet, row, column) -> the formula with its structured references as A1 ranges.
 
     Array formulas are included only on request: an engine that enters a rewrite as a
@@ -67,7 +68,7 @@ def structured_rewrites(path: Path, array_formulas: bool = False) -> dict[tuple[
         return {}
 
 
-def _rewrites(path: Path, array_formulas: bool) -> dict[tuple[str, int, int], str]:
+def _rewrites(path: Path, array_formulas: bool) -> dict[CellRef, str]:
     book = load_formula_book(path)
     tables = table_parts(book)
     if not tables:
@@ -77,7 +78,7 @@ def _rewrites(path: Path, array_formulas: bool) -> dict[tuple[str, int, int], st
         if (isinstance(found.cell.value, str) or array_formulas) and "[" in found.text:
             resolved = resolve_structured(found.text, found.sheet, found.row, found.column, tables)
             if resolved != found.text:
-                rewrites[(found.sheet, found.row, found.column)] = resolved
+                rewrites[CellRef(found.sheet, found.row, found.column)] = resolved
     return rewrites
 
 
