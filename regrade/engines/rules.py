@@ -26,6 +26,7 @@ from regrade.values import CannotEvaluate
 
 EVERY_ENGINE = ("ironcalc", "libreoffice", "gnumeric", "formulas", "pycel")
 PROBES = Path(__file__).resolve().parents[2] / "fixtures" / "rules"
+ITS_PROBE = "its probe workbook shows it (fixtures/rules)"
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ RULES: tuple[Rule, ...] = (
     _rule("external-link", EVERY_ENGINE, "external-link",
           "the cell's cone reads another workbook ([1]Data!A1)",
           "the value comes from another workbook, which is not there to be read",
-          ("probe",)),
+          (ITS_PROBE,)),
     _rule("locale-date", EVERY_ENGINE, "locale-date",
           "a formula of the cone reads a text holding a date with day and month in numbers (01/09/2020) "
           "and may turn it into a number (arithmetic, VALUE, INT, a date function)",
@@ -89,16 +90,16 @@ RULES: tuple[Rule, ...] = (
     _rule("grader-lacks-subtotal-hidden", ("gnumeric",), "unsupported-function",
           "gnumeric stands for a value-only grader's recalculation and the cone calls SUBTOTAL 101-111",
           "gnumeric answers #NUM! for SUBTOTAL 101-111; as a grader's recalculation it keeps that blind spot",
-          ("probe",), "Sheet1!B5"),
+          (ITS_PROBE,), "Sheet1!B5"),
     # --- IronCalc ---
     _rule("ironcalc-lacks-function", ("ironcalc",), "unsupported-function",
           "the cell's own formula, as IronCalc computes it, calls a function IronCalc does not know",
           "IronCalc leaves a function it lacks lower-cased with #NAME?; IFERROR could hide that",
-          ("probe",)),
+          (ITS_PROBE,)),
     _rule("ironcalc-error-from-missing-function", ("ironcalc",), "unsupported-function",
           "the cell is an error and its cone calls a function IronCalc lacks",
           "the error may come from the function IronCalc lacks, not from the workbook",
-          ("probe",), "Sheet1!B2"),
+          (ITS_PROBE,), "Sheet1!B2"),
     _rule("ironcalc-computed-name", ("ironcalc",), "unsupported-name",
           "the cone reads a defined name that is a formula or a constant ({0,1,2}, Sheet1!$A$1*2)",
           "IronCalc evaluates a defined name only when it is one reference; it gives #NAME? or 0 for the others",
@@ -107,7 +108,7 @@ RULES: tuple[Rule, ...] = (
           "the cone holds a call IronCalc gets wrong that the bridge left to IronCalc: a workbook past the "
           "bridge's work budget, a chain that did not settle, or a call reading a LET or LAMBDA name",
           "IronCalc's own value of that call departs from Excel's (engines/ironcalc_bridge.py lists how)",
-          ("probe",)),
+          (ITS_PROBE,)),
     _rule("ironcalc-date-text", ("ironcalc",), "engine-departure",
           "#VALUE! where the cone reads a date from text (DATEVALUE, a date function of a text)",
           "IronCalc reads fewer texts as dates than Excel (\"9 Aug 2021\")",
@@ -119,24 +120,24 @@ RULES: tuple[Rule, ...] = (
     _rule("ironcalc-parse-error", ("ironcalc",), "parse-error",
           "IronCalc gives #ERROR!, its own marker of a formula it could not parse",
           "#ERROR! is not an Excel value: IronCalc did not read the formula",
-          ("probe",)),
+          (ITS_PROBE,)),
     _rule("ironcalc-not-implemented", ("ironcalc",), "unsupported-function",
           "IronCalc gives #N/IMPL!, its marker of a part of a formula it has not implemented",
           "#N/IMPL! is not an Excel value: IronCalc did not compute the formula",
-          ("probe",)),
+          (ITS_PROBE,)),
     # --- LibreOffice ---
     _rule("libreoffice-lacks-function", ("libreoffice",), "unsupported-function",
           "the cell's formula, as LibreOffice reads it, calls a function LibreOffice does not know",
           "LibreOffice leaves a function it lacks lower-cased in the formula",
-          ("probe",)),
+          (ITS_PROBE,)),
     _rule("libreoffice-name-error", ("libreoffice",), "unsupported-function",
           "LibreOffice gives #NAME? (an unknown function or name)",
           "#NAME? from LibreOffice says it did not know a name the file uses, not that Excel would fail",
-          ("probe",)),
+          (ITS_PROBE,)),
     _rule("libreoffice-engine-error", ("libreoffice",), "engine-error",
           "LibreOffice gives an Err:5xx code, which no Excel value matches",
           "Err:5xx is LibreOffice's failure to compile or compute the formula",
-          ("probe",)),
+          (ITS_PROBE,)),
     _rule("libreoffice-approximate-match", ("libreoffice",), "engine-departure",
           "the cone holds MATCH(value, an expression) or MATCH(value, an expression, 1)",
           "LibreOffice's approximate MATCH over a computed array gives the first match, not Excel's "
@@ -171,29 +172,29 @@ RULES: tuple[Rule, ...] = (
     _rule("gnumeric-name-error", ("gnumeric",), "unsupported-function",
           "gnumeric gives #NAME? (an unknown function or name)",
           "#NAME? from gnumeric says it did not know a name the file uses (AGGREGATE, among others)",
-          ("probe",)),
+          (ITS_PROBE,)),
     _rule("gnumeric-parse-error", ("gnumeric",), "parse-error",
           "gnumeric writes the formula back as _xlfngnumeric.ERROR(...): it could not parse it",
           "a formula gnumeric could not read has no gnumeric value",
-          ("probe",)),
+          (ITS_PROBE,)),
     # --- formulas ---
     _rule("formulas-lacks-function", ("formulas",), "unsupported-function",
           "the cell's own formula calls a function the formulas package does not know",
           "formulas cannot compute a function it lacks",
-          ("probe",)),
+          (ITS_PROBE,)),
     _rule("formulas-error-from-missing-function", ("formulas",), "unsupported-function",
           "the cell is an error and the workbook calls a function the formulas package lacks",
           "the error may come from the function formulas lacks",
-          ("probe",), "Sheet1!B2"),
+          (ITS_PROBE,), "Sheet1!B2"),
     # --- pycel ---
     _rule("pycel-lacks-function", ("pycel",), "unsupported-function",
           "pycel fails on the cell for a function it lacks, in the cell or in one it reads",
           "pycel cannot compute a function it lacks",
-          ("probe",)),
+          (ITS_PROBE,)),
     _rule("pycel-name-error", ("pycel",), "unsupported-function",
           "pycel gives #NAME? (an unknown function or name; defined names fail with openpyxl 3.1)",
           "#NAME? from pycel says it did not know a name the file uses",
-          ("probe",)),
+          (ITS_PROBE,)),
 )
 
 BY_ID: dict[str, Rule] = {rule.id: rule for rule in RULES}
