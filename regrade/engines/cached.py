@@ -14,6 +14,7 @@ import openpyxl
 
 from regrade.engines.base import EngineBase, EngineSettings
 from regrade.values import EXCEL_ERROR_CODES, CellRef, ExcelError, WorkbookFailure, WorkbookValues
+from regrade.workbook.cones import Area
 from regrade.workbook.screening import refusal
 from regrade.workbook.sheets import formula_cells, resolve_sheet
 
@@ -102,16 +103,25 @@ def read_cells(path: Path, cells: Sequence[CellRef], data_only: bool) -> tuple[l
         book.close()
 
 
-def read_area(path: Path, sheet: str, min_row: int, min_col: int, max_row: int, max_col: int) -> list[list[object]]:
-    """The cached values of a block of one sheet, rows from ``min_row``, cut at the sheet's
-    used range; Excel error codes become :class:`ExcelError`."""
-    with warnings.catch_warnings():  # openpyxl warns about what it drops
-        warnings.simplefilter("ignore")
-        book = openpyxl.load_workbook(path, data_only=True, read_only=True)
-    try:
-        ws = book[sheet]
-        max_row, max_col = min(max_row, ws.max_row or max_row), min(max_col, ws.max_column or max_col)
-        rows = ws.iter_rows(min_row=min_row, max_row=max_row, min_col=min_col, max_col=max_col, values_only=True)
+class CachedAreas:
+    """The cached values of a workbook's areas, for reading many: the file is loaded once and
+    each sheet measured once (a load per area would read the whole sheet each time)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._book: openpyxl.Workbook | None = None
+        self._dimensions: dict[str, tuple[int, int]] = {}
+
+    def read(self, area: Area) -> list[list[object]]:
+        """Rows from ``area.min_row``, cut at the sheet's used range; error codes as :class:`ExcelError`."""
+        if self._book is None:
+            with warnings.catch_warnings():  # openpyxl warns about what it drops
+                warnings.simplefilter("ignore")
+                self._book = openpyxl.load_workbook(self.path, data_only=True)
+        ws = self._book[area.sheet]
+        if area.sheet not in self._dimensions:
+            self._dimensions[area.sheet] = (ws.max_row, ws.max_column)
+        last_row, last_column = self._dimensions[area.sheet]
+        rows = ws.iter_rows(min_row=area.min_row, max_row=min(area.max_row, last_row), min_col=area.min_col,
+                            max_col=min(area.max_col, last_column), values_only=True)
         return [[ExcelError(v) if isinstance(v, str) and v in EXCEL_ERROR_CODES else v for v in row] for row in rows]
-    finally:
-        book.close()

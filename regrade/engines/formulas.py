@@ -125,12 +125,14 @@ def _compute_totals(book: openpyxl.Workbook, computed: dict[tuple[str, str], Cel
                for ref, value in result.cells.items()):
         return
 
-    def read(area: Area) -> list[list[object]]:
-        sheet = book[area.sheet]
-        return [[_value_of(sheet, computed, row, column) for column in range(area.min_col, min(area.max_col, sheet.max_column) + 1)]
-                for row in range(area.min_row, min(area.max_row, sheet.max_row) + 1)]
+    graph = FormulaGraph(book)
 
-    mend_totals(FormulaGraph(book), result, read, _DEFECTS)
+    def read(area: Area) -> list[list[object]]:
+        sheet, (last_row, last_column) = book[area.sheet], graph.dimensions(area.sheet)
+        return [[_value_of(sheet, computed, row, column) for column in range(area.min_col, min(area.max_col, last_column) + 1)]
+                for row in range(area.min_row, min(area.max_row, last_row) + 1)]
+
+    mend_totals(graph, result, read, _DEFECTS)
 
 
 def _stored(content: object) -> CellResult:

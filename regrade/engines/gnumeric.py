@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Sequence
 
 from regrade.engines.base import EngineSettings
-from regrade.engines.cached import CachedEngine, read_area
+from regrade.engines.cached import CachedAreas, CachedEngine
 from regrade.engines.pipeline import ComputingEngine
 from regrade.engines.rules import abstention
 from regrade.engines.tools import version_output
@@ -107,8 +107,7 @@ def _mend_totals(analysis: WorkbookAnalysis, recalculated: Path, values: Workboo
     if graph is None:
         return
     if compute:
-        mend_totals(graph, values, lambda area: read_area(recalculated, area.sheet, area.min_row, area.min_col,
-                                                          area.max_row, area.max_col), _DEFECTS)
+        mend_totals(graph, values, CachedAreas(recalculated).read, _DEFECTS)
         return
     for ref in values.formulas:
         sheet = resolve_sheet(ref.sheet, graph.sheets)

@@ -63,7 +63,7 @@ class PycelEngine(PythonPackageEngine):
                 cell = CellRef(resolve_sheet(ref.sheet, names) or ref.sheet, ref.row, ref.column)  # addresses: known sheets
                 if is_direct_total(graph.formulas.get(cell, "")):
                     for area in graph.precedents(cell).areas:
-                        _read_area(compiler, area)
+                        _read_area(compiler, graph, area)
         recalculated = _recalculate(compiler)
         for ref, address in addresses.items():
             content = book[resolve_sheet(ref.sheet, names)].cell(ref.row, ref.column).value
@@ -75,7 +75,7 @@ class PycelEngine(PythonPackageEngine):
                 continue
             result.cells[ref] = _attempt(compiler, address)
         if graph is not None and recalculated:
-            mend_totals(graph, result, lambda area: _read_area(compiler, area), _DEFECTS)
+            mend_totals(graph, result, lambda area: _read_area(compiler, graph, area), _DEFECTS)
         return result
 
 
@@ -109,10 +109,10 @@ def _address(sheet: str, block: str) -> str:
     return f"'{sheet.replace(chr(39), chr(39) * 2)}'!{block}"
 
 
-def _read_area(compiler: Any, area: Area) -> list[list[object]]:
-    """pycel's values of an area, cut at the sheet's used range, as rows."""
-    sheet = compiler.excel.workbook[area.sheet]
-    max_row, max_col = min(area.max_row, sheet.max_row), min(area.max_col, sheet.max_column)
+def _read_area(compiler: Any, graph: FormulaGraph, area: Area) -> list[list[object]]:
+    """pycel's values of an area, cut at the sheet's used range (``graph``: of pycel's own book), as rows."""
+    last_row, last_column = graph.dimensions(area.sheet)
+    max_row, max_col = min(area.max_row, last_row), min(area.max_col, last_column)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
