@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from regrade.paired import tables as paired
-from regrade.runs.results import read_outcomes
+from regrade.results import read_outcomes
 
 COLUMNS = ["stack", "benchmark", "condition", "baseline", "grading", "n", "pass_rate_baseline", "pass_rate_treatment",
            "gains", "regressions", "retained", "residual", "net", "delta", "ci_lower", "ci_upper", "ci_method", "p_value",

@@ -33,7 +33,7 @@ from regrade.audit.probes import MATRIX, OUTCOMES, load_matrix, record_matrix, r
 from regrade.audit.probes import scores as probe_scores
 from regrade.provenance import provenance
 from regrade.render.rows import FORMATS, TABLE_FORMATS, render
-from regrade.runs.results import ResultsError, json_value, read_outcomes, read_results, write_jsonl
+from regrade.results import ResultsError, json_value, read_outcomes, read_results, write_jsonl
 from regrade.paired.stats import CORRECTIONS, INTERVALS
 from regrade.runner import (
     SHALLOW_ENGINES, RescoreSettings, ResultCache, default_cache_dir, engine_versions, rescore_run,

@@ -9,7 +9,7 @@
   full engines with their versions, and regrade's version. A second run, or a run
   restarted after being killed, takes every finished case from the cache.
 - Records are appended to a hidden ``.partial`` file as cases finish; the results
-  file itself is written once, complete and in case order (see :mod:`regrade.runs.results`).
+  file itself is written once, complete and in case order (see :mod:`regrade.results`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from regrade.grading.policies import get_policy
 from regrade.limits import DeadlineExceeded, deadline
 from regrade.provenance import git_revision, regrade_version, sha256_file
 from regrade.grading.rescore import CaseResult, rescore_case
-from regrade.runs.results import case_fields, grading_fields
+from regrade.results import case_fields, grading_fields
 from regrade.runs.cases import Case
 from regrade.grading.verdicts import UNEVALUABLE
 

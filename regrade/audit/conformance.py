@@ -35,7 +35,7 @@ from regrade.engines.readings import number_value
 from regrade.grading.policies import Policy, TargetError
 from regrade.grading.consensus import agree
 from regrade.grading.grade import Golden, GoldenError, load_golden
-from regrade.runs.results import json_value
+from regrade.results import json_value
 from regrade.runs.cases import golden_files, load_dataset
 from regrade.grading.verdicts import ENGINES_DISAGREE
 from regrade.engines.base import DEFAULT_TIMEOUT_S

@@ -1,1 +1,1 @@
-"""Runs on disk: cases from a dataset or a manifest, answer positions, results files."""
+"""Runs on disk: cases from a dataset or a manifest, and their answer positions."""
