@@ -71,18 +71,25 @@ class IsolatedEngine:
     def close(self) -> None:
         """Ask the worker to close its engine and leave; one that does not (busy past its
         limit) is killed, and what its engine left is removed from here."""
+        self._stop(ask_first=True)
+
+    def _stop(self, ask_first: bool) -> None:
+        """End the worker: asked to close its engine first, or killed at once (a worker past its
+        limit, dead, or failed: it answers nothing)."""
         if self._connection is not None:
-            try:
-                self._connection.send(None)
-            except (OSError, ValueError):
-                pass
+            if ask_first:
+                try:
+                    self._connection.send(None)
+                except (OSError, ValueError):
+                    pass
             self._connection.close()
         if self._worker is not None:
-            self._worker.join(CLOSE_TIMEOUT_S)
+            if ask_first:
+                self._worker.join(CLOSE_TIMEOUT_S)
             if self._worker.is_alive():
                 self._worker.kill()
             self._worker.join(5)
-            self.engine.close()  # what the killed worker's engine left (LibreOffice: its profile, by name)
+            self.engine.close()  # what a killed worker's engine left (LibreOffice: its profile, by name)
         self._worker, self._connection, self._served = None, None, 0
 
     def __del__(self) -> None:
@@ -100,18 +107,18 @@ class IsolatedEngine:
         try:
             self._connection.send((path, cells))
             if not self._connection.poll(self.timeout_s):
-                self.close()
+                self._stop(ask_first=False)
                 return WorkbookValues(failure=WorkbookFailure("timeout", f"{self.name} took longer than {self.timeout_s:g} s"))
             outcome = self._connection.recv()
         except (EOFError, OSError):
             self._worker.join(5)
             failure = _death(self.name, self._worker.exitcode, self.memory_mb)
-            self.close()
+            self._stop(ask_first=False)
             return WorkbookValues(failure=failure)
         self._served += 1
         if isinstance(outcome, WorkbookValues):
             return outcome
-        self.close()  # a worker that ran out of memory or raised is not trusted with the next workbook
+        self._stop(ask_first=False)  # a worker that ran out of memory or raised is not trusted with the next workbook
         return WorkbookValues(failure=outcome)
 
     def _start(self) -> WorkbookFailure | None:
@@ -128,7 +135,7 @@ class IsolatedEngine:
             ready = None
         if ready is True:
             return None
-        self.close()
+        self._stop(ask_first=False)
         return WorkbookFailure("crashed", f"{self.name} did not start in its worker" if not ready else str(ready))
 
 
