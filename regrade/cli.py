@@ -463,8 +463,11 @@ def conformance_command(corpus, engine_names, limit, timeout, fmt):
     workbooks, and cells whose cache contradicts another answer file of the task
     that holds the same formula over the same inputs (a stale cache). Per engine and
     for the consensus, cells compared, equal, abstained (and, for the consensus,
-    disagreed). --format json adds every mismatch (task, cell, formula, Excel's value,
-    the engine's value).
+    disagreed). --format json adds the abstentions per engine counted by rule id
+    (`regrade rules`) and every mismatch (task, cell, formula, Excel's value, the
+    engine's value). regrade's own reading of an answer file (the golden, its
+    volatile cells, the contradiction check) runs under --timeout too: a file past it
+    is counted as timed out, not compared.
 
     \b
     Example:
