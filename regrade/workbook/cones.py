@@ -101,6 +101,8 @@ class FormulaGraph:
             self._columns_by_sheet[sheet].append(column)
         self._precedents: dict[Cell, Precedents] = {}
         self._dimensions: dict[str, tuple[int, int]] = {}
+        self._all_functions: frozenset[str] | None = None
+        self._all_cells: list[Cell] | None = None
 
     def _spill(self, sheet: str, ref: str | None, text: str) -> None:
         """The other cells of an array formula's range hold its results: they read what it reads."""
@@ -113,11 +115,15 @@ class FormulaGraph:
             for column in range(min_col, max_col + 1):
                 self.formulas.setdefault(CellRef(sheet, row, column), text)
 
-    def all_functions(self) -> set[str]:
-        found: set[str] = set()
-        for cell in self.formulas:
-            found |= self.precedents(cell).functions
-        return found
+    def all_functions(self) -> frozenset[str]:
+        """Every function the workbook's formulas call, worked out once: an open cone asks
+        for it, and one question per graded cell must not walk every formula again."""
+        if self._all_functions is None:
+            found: set[str] = set()
+            for cell in self.formulas:
+                found |= self.precedents(cell).functions
+            self._all_functions = frozenset(found)
+        return self._all_functions
 
     def precedents(self, cell: Cell) -> Precedents:
         if cell not in self._precedents:
@@ -153,7 +159,11 @@ class FormulaGraph:
     def cells_in_cone(self, targets: Iterable[Cell]) -> list[Cell]:
         """The formula cells the cone of ``targets`` holds (every formula cell, if the cone is open)."""
         cone = self.cone(targets)
-        return sorted(self.formulas if cone.open else cone.cells)
+        if not cone.open:
+            return sorted(cone.cells)
+        if self._all_cells is None:  # sorted once: an open cone is asked of many graded cells
+            self._all_cells = sorted(self.formulas)
+        return list(self._all_cells)
 
     def formulas_in_cone(self, targets: Iterable[Cell]) -> list[str]:
         """The formula texts the cone of ``targets`` reads (the whole workbook's, if the cone is open)."""
