@@ -226,8 +226,9 @@ def _start_pool_worker(settings: RescoreSettings) -> None:
 
 
 def case_limit_s(settings: RescoreSettings) -> float:
-    """The limit of one case as a whole: each engine's limit for the output, and one more each
-    for the golden and for the output's reading outside the engines."""
+    """The limit of one case as a whole: the limit of each engine that reads the output (the
+    value-only one and every full one), and one more each for regrade's own reading of the
+    golden and of the output outside the engines."""
     return settings.timeout_s * (len(settings.engines) + 3)
 
 

@@ -25,9 +25,6 @@ class ComputingEngine(EngineBase):
 
     full: ClassVar[bool] = True
 
-    def __init__(self, settings: EngineSettings = EngineSettings()) -> None:
-        super().__init__(settings)
-
     def evaluate(self, path: Path, cells: Sequence[CellRef]) -> WorkbookValues:
         analysis = WorkbookAnalysis(path)
         if analysis.failure is not None:
