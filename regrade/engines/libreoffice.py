@@ -16,8 +16,9 @@ answer within the timeout is killed with its soffice and started afresh.
 regrade's set-up installs LibreOffice 25.2 (bookworm-backports on Debian 12), which
 computes XLOOKUP, XMATCH, FILTER, SORT, SORTBY, UNIQUE, SEQUENCE and LET; Debian 12's own
 7.4 lacks them all. Either leaves functions it lacks (TEXTSPLIT, VSTACK, LAMBDA ... in
-25.2) lower-cased in a formula (abstention, ``unsupported-function``) and reports ``Err:5xx`` for formulas it
-cannot compile (abstention, ``engine-error``). ``#NAME?`` always abstains. Before it
+25.2) lower-cased in a formula (rule ``libreoffice-lacks-function``) and reports ``Err:5xx`` for
+formulas it cannot compile (``libreoffice-engine-error``). ``#NAME?`` always abstains
+(``libreoffice-name-error``); the rules are in :mod:`regrade.engines.rules`. Before it
 computes, structured references become ranges and MOD gets Excel's precision
 (:mod:`regrade.engines.libreoffice_rewrites`); where it departs from Excel in ways regrade cannot
 mend (:data:`_DEPARTURES`), a cell whose cone holds such a call abstains. Numbers come
