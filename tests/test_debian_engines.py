@@ -431,3 +431,47 @@ def test_libreoffice_leaves_nothing_outside_its_profile_and_removes_that(tmp_pat
     engine.close()
     assert [p for p in pipes if os.path.exists(p)] == []
     assert sorted(tmp_path.rglob("*")) == [tmp_path / "temporary"]  # no profile, no lu*.tmp, no cache
+
+
+def _processes_naming(profile: str) -> list[int]:
+    import os
+
+    found = []
+    for name in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as handle:
+                if name.isdigit() and profile.encode() in handle.read():
+                    found.append(int(name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.parametrize("how", ["timeout", "killed"])
+def test_a_libreoffice_worker_ended_at_its_limit_leaves_no_soffice_running(how, workbook, tmp_path):
+    """A worker past its time limit (or killed outright, as a memory limit does) takes its
+    helper and soffice with it, and its profile goes."""
+    require_engines("libreoffice")
+    import os
+    import signal
+    import time
+
+    from regrade.engines.isolation import IsolatedEngine
+
+    path = workbook({"A1": 3, "A2": "=A1*A1"})
+    engine = IsolatedEngine(LibreOfficeEngine(EngineSettings(timeout_s=60)))
+    assert engine.evaluate(path, [CellRef("Sheet1", 2, 1)]).cells[CellRef("Sheet1", 2, 1)] == 9.0
+    profile = engine.engine._profile
+    assert _processes_naming(profile)  # the helper and its soffice
+    if how == "timeout":
+        engine.timeout_s = 0.0001  # the next workbook is past its limit before LibreOffice answers
+        assert engine.evaluate(path, [CellRef("Sheet1", 2, 1)]).failure.reason == "timeout"
+    else:
+        os.kill(engine._worker.pid, signal.SIGKILL)
+        engine._worker.join(5)
+        engine.close()
+    deadline = time.monotonic() + 10
+    while _processes_naming(profile) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _processes_naming(profile) == []
+    assert not os.path.exists(profile)

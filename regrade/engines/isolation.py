@@ -31,7 +31,8 @@ from regrade.values import CellRef, WorkbookFailure, WorkbookValues
 
 WORKBOOKS_PER_WORKER = 100
 START_TIMEOUT_S = 120.0
-CLOSE_TIMEOUT_S = 10.0  # a worker closing its engine (LibreOffice: soffice and its profile)  # a worker's engine getting ready (LibreOffice starting soffice): no workbook's time
+CLOSE_TIMEOUT_S = 10.0  # a worker closing its engine (LibreOffice: soffice and its profile)
+TERMINATE_GRACE_S = 3.0  # a worker past its limit, told to close its engine, before it is killed  # a worker's engine getting ready (LibreOffice starting soffice): no workbook's time
 ORPHAN_CHECK_S = 2.0
 OUT_OF_MEMORY_EXIT = 3  # a worker that could not even report running out of memory
 _FRESH_START_FAULTS = ("crashed", "memory-limit")
@@ -86,7 +87,10 @@ class IsolatedEngine:
         if self._worker is not None:
             if ask_first:
                 self._worker.join(CLOSE_TIMEOUT_S)
-            if self._worker.is_alive():
+            if self._worker.is_alive():  # SIGTERM: a worker in Python closes its engine and leaves
+                self._worker.terminate()
+                self._worker.join(TERMINATE_GRACE_S)
+            if self._worker.is_alive():  # still busy (in native code): killed
                 self._worker.kill()
             self._worker.join(5)
             self.engine.close()  # what a killed worker's engine left (LibreOffice: its profile, by name)
@@ -154,6 +158,7 @@ def _death(engine: str, exitcode: int | None, memory_mb: int | None) -> Workbook
 def _serve(engine: Engine, memory_mb: int | None, connection: Connection, parents_end: Connection) -> None:
     """The worker: evaluate each workbook sent until the parent goes away."""
     parents_end.close()  # so that the parent's death reads as the end of the requests
+    signal.signal(signal.SIGTERM, lambda signum, frame: _leave(engine))
     os.environ["RUST_BACKTRACE"] = "0"
     faulthandler.disable()  # it holds its own copy of stderr; a crash is reported by exit status
     devnull = os.open(os.devnull, os.O_WRONLY)
@@ -207,6 +212,15 @@ def _evaluate(engine: Engine, path: Path, cells: list[CellRef],
             return WorkbookFailure("crashed", f"{engine.name} raised {type(exc).__name__}: {exc}")
     except MemoryError:  # memory ran out again while the first error was handled
         return out_of_memory
+
+
+def _leave(engine: Engine) -> None:
+    """The worker's answer to SIGTERM: close the engine (LibreOffice: kill its helper and soffice,
+    remove its profile), then exit."""
+    try:
+        engine.close()
+    finally:
+        os._exit(0)
 
 
 def die_with_parent() -> None:

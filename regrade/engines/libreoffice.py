@@ -45,7 +45,7 @@ from typing import Callable, Sequence
 
 from regrade.engines.base import DEFAULT_MEMORY_MB, EngineSettings
 from regrade.engines.isolation import die_with_parent
-from regrade.engines.libreoffice_files import office_environment, remove_office_files
+from regrade.engines.libreoffice_files import kill_office_processes, office_environment, remove_office_files
 from regrade.engines.libreoffice_rewrites import libreoffice_rewrites
 from regrade.engines.pipeline import ComputingEngine
 from regrade.engines.readings import unknown_functions
@@ -189,6 +189,8 @@ class LibreOfficeEngine(ComputingEngine):
                 if stream is not None:
                     stream.close()
         if os.path.exists(self._profile):
+            if helper is None:  # a worker killed at its limit left them running: found by the profile they name
+                kill_office_processes(self._profile)
             remove_office_files(self._profile)
 
 

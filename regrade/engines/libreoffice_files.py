@@ -41,6 +41,27 @@ def pipe_files(profile: str) -> list[str]:
             for folder in _PIPE_DIRECTORIES for name in (accept_pipe(profile), single_instance)]
 
 
+def kill_office_processes(profile: str) -> int:
+    """Kill every process whose command line names ``profile`` (the helper and the soffice of
+    a worker that was killed before it could close them); how many. Linux's /proc; elsewhere none."""
+    killed = 0
+    needle = profile.encode()
+    try:
+        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                if needle not in handle.read():
+                    continue
+            os.kill(pid, 9)
+            killed += 1
+        except (OSError, ValueError):
+            continue
+    return killed
+
+
 def remove_office_files(profile: str) -> None:
     """Remove the profile and the pipe sockets of its soffice, which must have ended."""
     shutil.rmtree(profile, ignore_errors=True)
