@@ -11,7 +11,7 @@ LibreOffice, gnumeric does not mark unknown functions in the formula text, so an
 functions skipping hidden rows) and counts the rows a filter hides in 1-11: a graded
 ``=SUBTOTAL(n, ref, ...)`` is computed by regrade from gnumeric's values of its
 references, and another cell whose value depends on such a SUBTOTAL abstains. Standing
-for a grader's recalculation (``mends=False``: ``--shallow gnumeric``, the
+for a grader's recalculation (``EngineSettings(as_grader=True)``: ``--shallow gnumeric``, the
 ``gnumeric-recalc`` grader), gnumeric keeps its own SUBTOTALs, as that grader sees them.
 ``INDEX`` over a one-row range gives ``#REF!`` in gnumeric where Excel gives a value
 (DESIGN §3): a known infidelity, left for the consensus to outvote.

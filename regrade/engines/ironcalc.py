@@ -18,6 +18,11 @@ compute a cell, regrade abstains instead of reporting a wrong value:
 - ``#VALUE!`` from a date read from text (``DATEVALUE("9 Aug 2021")``) abstains:
   IronCalc reads fewer date texts than Excel (:func:`regrade.workbook.calls.reads_a_date_from_text`).
 
+Each abstention is a rule of :mod:`regrade.engines.rules`. The bridge evaluates the model
+several times; past ``EngineSettings.bridge_work`` referenced cells (a count, not a clock)
+only the functions IronCalc lacks are bridged, and cells that depend on the others abstain
+(``ironcalc-bridge-left``).
+
 Numbers in date or time formats become ``datetime``/``time`` exactly as openpyxl
 reads a cached value, so the comparison policy sees both alike.
 """
@@ -46,10 +51,6 @@ from regrade.workbook.structured import structured_rewrites
 
 _LOOKUPS = frozenset({"VLOOKUP", "HLOOKUP", "XLOOKUP"})
 _VALUE = ExcelError("#VALUE!")
-
-# The bridge re-evaluates the workbook several times: past this, only what IronCalc lacks is bridged
-SLOW_EVALUATION_S = 3.0
-
 
 class IronCalcEngine(PythonPackageEngine):
     package = "ironcalc"
@@ -141,7 +142,7 @@ def _referenced_cells(model: Any) -> int:
 
 
 def _work_around_defects(model: Any, names: list[str], path: Path) -> dict[tuple[int, int, int], str]:
-    """Rewrite formulas IronCalc misreads (engines/tables.py, engines/ironcalc_rewrites.py);
+    """Rewrite formulas IronCalc misreads (regrade.workbook.structured, regrade.engines.ironcalc_rewrites);
     returns each rewritten cell's original formula. The caller evaluates the model again."""
     originals: dict[tuple[int, int, int], str] = {}
     for (sheet_name, row, column), formula in structured_rewrites(path, array_formulas=True).items():

@@ -61,7 +61,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Collection
 
-from openpyxl.formula.tokenizer import Token, Tokenizer
+from openpyxl.formula.tokenizer import Token
 from openpyxl.utils.cell import get_column_letter, range_boundaries
 
 from regrade.values import ExcelError
@@ -73,7 +73,7 @@ from regrade.engines.functions.lookup import NA, NotImplementedMode, lookup, xlo
 from regrade.engines.functions.text import text_input
 from regrade.engines.functions.values import as_number, general_text
 from regrade.engines.readings import unknown_functions
-from regrade.workbook.formula import MAX_COLUMNS, MAX_ROWS, bare_name
+from regrade.workbook.formula import bare_name, MAX_COLUMNS, MAX_ROWS, tokens as formula_tokens
 
 MAX_PASSES = 6
 MAX_LEVELS = 100
@@ -288,10 +288,10 @@ def _innermost(cell: ModelCell, formula: str, in_array_formula: bool,
     if known is not None and formula in known:
         tokens = known[formula]
     else:
-        try:
-            tokens = Tokenizer(formula).items
-        except Exception:
+        split = formula_tokens(formula)
+        if split is None:
             return None
+        tokens = split
     stack: list[tuple[int, str, list[list[Token]], bool]] = []  # start, function, args, holds a bridged call
     for index, token in enumerate(tokens):
         if token.subtype == Token.OPEN and token.type in (Token.FUNC, Token.PAREN, Token.ARRAY):

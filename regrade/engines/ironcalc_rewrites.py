@@ -19,8 +19,8 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-from openpyxl.formula.tokenizer import Token, Tokenizer
-from regrade.workbook.formula import MAX_ROWS, bare_name
+from openpyxl.formula.tokenizer import Token
+from regrade.workbook.formula import bare_name, MAX_ROWS, tokens as formula_tokens
 
 # function -> which arguments (0-based) are ranges; None: every even one (COUNTIFS pairs)
 _RANGE_ARGUMENTS: dict[str, set[int] | None] = {
@@ -59,9 +59,8 @@ def rewrite_criteria_calls(formula: str, last_row: LastRow | None = None) -> str
     used row; other formulas unchanged."""
     if not _MENTIONS.search(formula):
         return formula
-    try:
-        tokens = Tokenizer(formula).items
-    except Exception:
+    tokens = formula_tokens(formula)
+    if tokens is None:
         return formula
     stack: list[_Frame] = []
     changed = False

@@ -30,9 +30,9 @@ from regrade.engines.base import Engine
 from regrade.values import CellRef, WorkbookFailure, WorkbookValues
 
 WORKBOOKS_PER_WORKER = 100
-START_TIMEOUT_S = 120.0
+START_TIMEOUT_S = 120.0  # a worker's engine getting ready (LibreOffice starting soffice): no workbook's time
 CLOSE_TIMEOUT_S = 10.0  # a worker closing its engine (LibreOffice: soffice and its profile)
-TERMINATE_GRACE_S = 3.0  # a worker past its limit, told to close its engine, before it is killed  # a worker's engine getting ready (LibreOffice starting soffice): no workbook's time
+TERMINATE_GRACE_S = 3.0  # a worker past its limit, told to close its engine, before it is killed
 ORPHAN_CHECK_S = 2.0
 OUT_OF_MEMORY_EXIT = 3  # a worker that could not even report running out of memory
 _FRESH_START_FAULTS = ("crashed", "memory-limit")

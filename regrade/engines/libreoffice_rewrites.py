@@ -19,13 +19,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from openpyxl.formula.tokenizer import Token, Tokenizer
+from openpyxl.formula.tokenizer import Token
 from openpyxl.worksheet.formula import ArrayFormula
 
 from regrade.values import CellRef
 from regrade.workbook.sheets import formula_cells_of, load_formula_book, mentions
 from regrade.workbook.structured import structured_rewrites
-from regrade.workbook.formula import bare_name
+from regrade.workbook.formula import bare_name, tokens as formula_tokens
 
 MAX_FORMULA_LENGTH = 8192  # Excel's limit; nested MODs grow threefold a level, nested DAYs fivefold
 Rewrite = tuple[str, int, int, str, str | None]  # sheet, row, column, formula, array formula range
@@ -98,9 +98,8 @@ def with_excel_semantics(formula: str) -> str:
     """``formula`` with each MOD(a, b) rounded as Excel rounds it and DAY, MONTH and YEAR
     reading serials as Excel does (see the module's doc); unchanged when the tokenizer
     cannot split it or such a call has the wrong number of arguments."""
-    try:
-        tokens = Tokenizer(formula).items
-    except Exception:
+    tokens = formula_tokens(formula)
+    if tokens is None:
         return formula
     frames: list[tuple[bool, str, list[str]]] = [(False, "", [""])]  # a function?, opening text, argument texts
     for token in tokens:

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from openpyxl.formula.tokenizer import Token, Tokenizer
+from openpyxl.formula.tokenizer import Token
 from openpyxl.utils.datetime import to_excel
 
 from regrade.engines.readings import number_value
@@ -29,7 +29,7 @@ from regrade.values import CannotEvaluate, CellRef, ExcelError, WorkbookValues
 from regrade.workbook.cones import Area, Cell, FormulaGraph
 from regrade.engines.functions.aggregate import Item, aggregate
 from regrade.workbook.sheets import HiddenRows, resolve_sheet
-from regrade.workbook.formula import bare_name
+from regrade.workbook.formula import bare_name, tokens as formula_tokens
 
 SKIPPING_HIDDEN = re.compile(r"(?<![A-Za-z0-9_.])SUBTOTAL\(\s*1(?:0[1-9]|1[01])\s*[,)]", re.IGNORECASE)
 _CALLS_SUBTOTAL = re.compile(r"(?<![A-Za-z0-9_.])SUBTOTAL\(", re.IGNORECASE)
@@ -154,10 +154,10 @@ def _direct_call(formula: str) -> tuple[str, list[float]] | None:
     arguments are each a number or a reference, in the order the function takes them."""
     if not _CALLS_NESTABLE.search(formula):
         return None
-    try:
-        tokens = [t for t in Tokenizer(formula).items if t.type != Token.WSPACE]
-    except Exception:
+    split = formula_tokens(formula)
+    if split is None:
         return None
+    tokens = [t for t in split if t.type != Token.WSPACE]
     if len(tokens) < 5 or tokens[0].subtype != Token.OPEN or tokens[-1].value != ")":
         return None
     function = bare_name(tokens[0].value[:-1])

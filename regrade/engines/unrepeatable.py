@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from openpyxl.formula.tokenizer import Token, Tokenizer
+from openpyxl.formula.tokenizer import Token
 
 from regrade.engines.rules import abstention
 from regrade.values import CellRef, WorkbookValues
@@ -40,6 +40,7 @@ from regrade.workbook.analysis import WorkbookAnalysis
 from regrade.workbook.calls import QUOTED, calls
 from regrade.workbook.cones import Area, FormulaGraph, plain_area
 from regrade.workbook.sheets import MAX_SHEET_BYTES, resolve_sheet
+from regrade.workbook.formula import tokens as formula_tokens
 
 # Day and month in one or two digits, then the year, separated by / . or -, and no digit around
 _NUMBERS_DATE = re.compile(r"(?<![\d.])(\d{1,2})([/.\-])(\d{1,2})\2(\d{4}|\d{2})(?!\d)")
@@ -239,9 +240,8 @@ class _ApproximateOverEmpty:
         return None
 
     def _areas(self, text: str, home: str) -> list[Area]:
-        try:
-            tokens = Tokenizer("=" + text).items
-        except Exception:
+        tokens = formula_tokens(text)
+        if tokens is None:
             return []
         found = (plain_area(t.value, home, self.graph.sheets) for t in tokens
                  if t.type == Token.OPERAND and t.subtype == Token.RANGE)

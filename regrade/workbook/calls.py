@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from openpyxl.formula.tokenizer import Token, Tokenizer
-from regrade.workbook.formula import bare_name
+from openpyxl.formula.tokenizer import Token
+from regrade.workbook.formula import bare_name, tokens as formula_tokens
 
 QUOTED = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"")  # a quoted sheet name or a text literal
 TAKES_A_DATE = ("DAY", "MONTH", "YEAR", "EOMONTH", "EDATE", "WEEKDAY", "WEEKNUM", "DAYS", "YEARFRAC")
@@ -26,9 +26,8 @@ class Call:
 def calls(formula: str) -> list[Call]:
     """Every function call of ``formula``, inner calls before the calls holding them; none
     for a formula the tokenizer cannot split."""
-    try:
-        tokens = Tokenizer(formula if formula.startswith("=") else "=" + formula).items
-    except Exception:
+    tokens = formula_tokens(formula)
+    if tokens is None:
         return []
     found: list[Call] = []
     frames: list[tuple[str | None, str, list[str]]] = []  # function (None: parentheses, array), opening text, args
