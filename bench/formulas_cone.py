@@ -31,7 +31,7 @@ from regrade.engines.base import EngineSettings
 from regrade.engines.formulas import FormulasEngine  # noqa: E402
 from regrade.engines.isolation import IsolatedEngine  # noqa: E402
 from regrade.grading.policies import get_policy  # noqa: E402
-from regrade.audit.conformance import conformance, percentile  # noqa: E402
+from regrade.audit.conformance import benchmark_files, conformance, percentile  # noqa: E402
 
 DEFAULT_CORPUS = ROOT.parent / "shared" / "spreadsheetbench"
 
@@ -51,7 +51,7 @@ def main() -> None:
     engines = [IsolatedEngine(whole),
                IsolatedEngine(FormulasEngine(settings))]
     started = time.monotonic()
-    report = conformance(args.corpus, engines, get_policy("spreadsheetbench"), limit=args.n)
+    report = conformance(benchmark_files(args.corpus), engines, get_policy("spreadsheetbench"), limit=args.n)
     wall = time.monotonic() - started
 
     figures = {"files_compared": report.files.compared, "wall_s": round(wall, 1)}

@@ -18,12 +18,13 @@ import click
 from regrade.engines.base import DEFAULT_TIMEOUT_S
 from regrade.engines.rules import RULES
 from regrade.engines.registry import ENGINES, FULL_ENGINES, default_full_engines, get_engine, open_engine
+from regrade.grading.consensus import default_quorum
 from regrade import demo as demo_run
 from regrade.paired import diff
 from regrade.grading.policies import POLICIES, get_policy
 from regrade.audit.benchmark import RECALC_ENGINES, SEVERITIES, audit_benchmark
 from regrade.audit.grader import audit_grader, audit_table
-from regrade.audit.conformance import conformance, percentile
+from regrade.audit.conformance import benchmark_files, conformance, folder_files, percentile
 from regrade.audit.controls import PACK as CONTROL_PACK
 from regrade.audit.controls import load_pack
 from regrade.grading.graders import GRADERS, GraderError, make_grader
@@ -194,14 +195,34 @@ def scale_options(command: Callable) -> Callable:
     return command
 
 
+DEFAULT_ENGINES_HELP = ("ironcalc, libreoffice and formulon where available (the most faithful, three "
+                        "independent implementations; see docs/engines.md)")
+
+
+def quorum_option(command: Callable) -> Callable:
+    return click.option("--quorum", type=click.IntRange(min=1), default=None, show_default="2 with three or more engines, else 1",
+                        help="How many engines must compute a graded cell (and agree) for it to count; with fewer, "
+                             "the cell abstains as below-quorum.")(command)
+
+
+def chosen_quorum(quorum: int | None, engines: list[str]) -> int:
+    if quorum is None:
+        return default_quorum(len(engines))
+    if quorum > len(engines):
+        raise click.BadParameter(f"{quorum} is more than the {len(engines)} engines chosen ({', '.join(engines)})",
+                                 param_hint="--quorum")
+    return quorum
+
+
 @main.command("rescore")
 @run_options
-@click.option("--engines", "engine_names", metavar="NAMES", help=f"Comma-separated full engines for the consensus ({', '.join(FULL_ENGINES)}). Default: ironcalc and libreoffice (the most faithful; see README).")
+@click.option("--engines", "engine_names", metavar="NAMES", help=f"Comma-separated full engines for the consensus ({', '.join(FULL_ENGINES)}). Default: {DEFAULT_ENGINES_HELP}.")
+@quorum_option
 @scale_options
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), required=True, help="Results file (JSON Lines) to write.")
 @library_errors
-def rescore_command(dataset, conditions, stack, benchmark, manifest, policy, timeout, engine_names, shallow, workers,
-                    cache_dir, no_cache, output):
+def rescore_command(dataset, conditions, stack, benchmark, manifest, policy, timeout, engine_names, quorum, shallow,
+                    workers, cache_dir, no_cache, output):
     """Grade every case value-only and with a full engine, and classify it.
 
     Verdicts: confirmed-pass, confirmed-fail, artifact (the value-only grade failed a
@@ -234,7 +255,8 @@ def rescore_command(dataset, conditions, stack, benchmark, manifest, policy, tim
           --condition skills=OUT_SKILLS -o results.jsonl
     """
     cases = load_cases(dataset, conditions, stack, benchmark, manifest)
-    settings = RescoreSettings(policy, shallow, tuple(chosen_engines(engine_names)), timeout)
+    engines = chosen_engines(engine_names)
+    settings = RescoreSettings(policy, shallow, tuple(engines), timeout, quorum=chosen_quorum(quorum, engines))
     records = run_rescore(cases, settings, workers, None if no_cache else ResultCache(cache_dir or default_cache_dir()),
                           output, {"command": "rescore"}, run_files(dataset, manifest))
     click.echo(render(["verdict", "cases"], verdict_counts(records), "table"))
@@ -272,7 +294,8 @@ def run_rescore(cases: list[Case], settings: RescoreSettings, workers: int, cach
     inputs = [*described_by, *(p for c in cases for p in (c.output_path, c.answer_path))]
     record = provenance(
         {**command, "policy": settings.policy, "shallow": settings.shallow, "full": list(settings.engines),
-         "timeout_s": settings.timeout_s, "bridge_work": settings.bridge_work, "workers": workers,
+         "timeout_s": settings.timeout_s, "bridge_work": settings.bridge_work, "quorum": settings.quorum,
+         "workers": workers,
          "cache": str(cache.directory) if cache else None},
         engine_versions(settings),
         inputs,
@@ -414,7 +437,7 @@ def diff_command(results, show_cells, by_rule, fmt):
 @main.command("demo")
 @click.option("--run", "run_dir", type=click.Path(path_type=Path, file_okay=False), default=demo_run.DEMO_RUN, show_default=True, help="A demo run folder (dataset/ and outputs/<condition>/).")
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), help="Keep the results file here (default: a temporary file).")
-@click.option("--engines", "engine_names", metavar="NAMES", help="Comma-separated full engines. Default: ironcalc and libreoffice (the most faithful; see README).")
+@click.option("--engines", "engine_names", metavar="NAMES", help=f"Comma-separated full engines. Default: {DEFAULT_ENGINES_HELP}.")
 @library_errors
 def demo_command(run_dir, output, engine_names):
     """Rescore the bundled demo run and show what regrading changes.
@@ -431,7 +454,9 @@ def demo_command(run_dir, output, engine_names):
     """
     conditions = demo_run.conditions(run_dir)
     cases = spreadsheetbench_cases(run_dir / "dataset", conditions, stack="demo-agent", benchmark="spreadsheetbench")
-    settings = RescoreSettings("spreadsheetbench", "cached", tuple(chosen_engines(engine_names)), DEFAULT_TIMEOUT_S)
+    engines = chosen_engines(engine_names)
+    settings = RescoreSettings("spreadsheetbench", "cached", tuple(engines), DEFAULT_TIMEOUT_S,
+                               quorum=default_quorum(len(engines)))
     with tempfile.TemporaryDirectory() as scratch:
         target = output or Path(scratch) / "results.jsonl"
         records = run_rescore(cases, settings, os.cpu_count() or 1, None, target, {"command": "demo"},
@@ -448,17 +473,23 @@ def demo_command(run_dir, output, engine_names):
 
 @main.command("conformance")
 @click.argument("corpus", type=click.Path(path_type=Path, file_okay=False))
-@click.option("--engines", "engine_names", metavar="NAMES", help="Comma-separated full engines. Default: ironcalc and libreoffice (the most faithful; see README).")
-@click.option("--limit", type=int, help="Only the first N answer files (in dataset.json order).")
+@click.option("--engines", "engine_names", metavar="NAMES", help=f"Comma-separated full engines. Default: {DEFAULT_ENGINES_HELP}.")
+@quorum_option
+@click.option("--all-formulas", is_flag=True, help="CORPUS is any folder: compare every formula cell of every "
+              ".xlsx/.xlsm under it that Excel saved (docProps/app.xml says so), not answer_position of a "
+              "SpreadsheetBench layout.")
+@click.option("--limit", type=int, help="Only the first N files (in dataset.json order, or by path).")
 @click.option("--timeout", type=float, default=DEFAULT_TIMEOUT_S, show_default=True, help="Seconds an engine may spend on one workbook.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @library_errors
-def conformance_command(corpus, engine_names, limit, timeout, fmt):
+def conformance_command(corpus, engine_names, quorum, all_formulas, limit, timeout, fmt):
     """How often each engine computes what Excel computed.
 
     Recomputes the formula cells inside answer_position of every answer file Excel
     saved (files without cached values are skipped and counted) and compares them
-    with Excel's cached values under SpreadsheetBench's value rules. Left out and
+    with Excel's cached values under SpreadsheetBench's value rules. With
+    --all-formulas, CORPUS is any folder of workbooks: every formula cell of each
+    one that Excel saved is compared (others are skipped and counted). Left out and
     counted: cells whose cone is volatile (TODAY, RAND ...), cells reading other
     workbooks, and cells whose cache contradicts another answer file of the task
     that holds the same formula over the same inputs (a stale cache). Per engine and
@@ -472,11 +503,17 @@ def conformance_command(corpus, engine_names, limit, timeout, fmt):
     \b
     Example:
       regrade conformance ../shared/spreadsheetbench --format json > conformance.json
+      regrade conformance --all-formulas poi/test-data/spreadsheet
     """
+    files = folder_files(corpus) if all_formulas else benchmark_files(corpus)
+    if not files:
+        raise click.UsageError(f"{corpus} holds no .xlsx or .xlsm files" if all_formulas
+                               else f"{corpus} holds no answer files (spreadsheet/<id>/<n>_<id>_answer.xlsx)")
     names = chosen_engines(engine_names)
     engines = [open_engine(name, timeout) for name in names]
-    report = conformance(corpus, engines, get_policy("spreadsheetbench"), limit,
-                         on_file=lambda n, path: click.echo(f"[{n}] {path.name}", err=True), limit_s=timeout)
+    report = conformance(files, engines, get_policy("spreadsheetbench"), limit,
+                         on_file=lambda n, path: click.echo(f"[{n}] {path.name}", err=True), limit_s=timeout,
+                         quorum=chosen_quorum(quorum, names))
     if fmt == "json":
         click.echo(json.dumps({"format_version": 1, **report.to_json()}, indent=2, ensure_ascii=False, default=str))
         return
@@ -490,12 +527,15 @@ def conformance_command(corpus, engine_names, limit, timeout, fmt):
     click.echo(render(["engine", "compared", "agree", "abstain", "disagree", "agree_pct", "abstain_pct", "median_s", "p90_s"],
                       rows, fmt))
     f = report.files
-    click.echo(f"\n{f.examined} answer files: {f.compared} compared, {f.without_cache} without Excel's cached values, "
-               f"{f.without_formulas} without formulas in answer_position, {f.unreadable} unreadable, "
+    where = "" if all_formulas else " in answer_position"
+    click.echo(f"\n{f.examined} files: {f.compared} compared, {f.not_excel} not saved by Excel, "
+               f"{f.without_cache} without Excel's cached values, "
+               f"{f.without_formulas} without formulas{where}, {f.unreadable} unreadable, "
                f"{f.timed_out} past the time limit; "
                f"{report.volatile} volatile cells (TODAY, RAND ... in their cone), {report.external} cells "
                f"reading other workbooks and {report.inconsistent} cells whose Excel caches contradict another "
                f"answer file's (same formula, same inputs) left out.")
+    click.echo(f"The consensus (quorum {report.quorum}) decided {c.decided_by_one} cells with one engine alone.")
 
 
 def _percent(part: int, whole: int) -> float | None:
@@ -560,7 +600,7 @@ def rules_command(engine_name, fmt):
 
 
 @main.command("probes")
-@click.option("--engines", "engine_names", metavar="NAMES", help="Comma-separated full engines. Default: ironcalc and libreoffice (the most faithful; see README).")
+@click.option("--engines", "engine_names", metavar="NAMES", help=f"Comma-separated full engines. Default: {DEFAULT_ENGINES_HELP}.")
 @click.option("--record", is_flag=True, help=f"Write the outcomes to {MATRIX.relative_to(MATRIX.parents[2])}, with the engines' versions "
               "(on purpose: the tests compare with it). Engines not run keep their recorded outcomes.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)

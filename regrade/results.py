@@ -63,6 +63,7 @@ def grading_fields(result: CaseResult) -> dict:
         "verdict": result.verdict,
         "reasons": result.reasons,
         "message": result.message,
+        "decided_by_one": result.decided_by_one,
         "cells": [
             {
                 "cell": str(c.ref),

@@ -50,6 +50,7 @@ class RescoreSettings:
     engines: tuple[str, ...]
     timeout_s: float
     bridge_work: int = DEFAULT_BRIDGE_WORK
+    quorum: int = 1  # engines that must compute a graded cell (regrade.grading.consensus)
 
 
 def default_cache_dir() -> Path:
@@ -239,7 +240,8 @@ def rescore_case_grading(case: Case) -> dict:
     settings: RescoreSettings = _WORKER["settings"]
     try:
         with deadline(case_limit_s(settings)):
-            result = rescore_case(case, _WORKER["policy"], _WORKER["shallow"], _WORKER["fulls"])
+            result = rescore_case(case, _WORKER["policy"], _WORKER["shallow"], _WORKER["fulls"],
+                                  _WORKER["settings"].quorum)
     except DeadlineExceeded as exc:
         _close_worker_engines()  # a worker may still be busy with this case: start afresh
         _open_worker_engines(settings)

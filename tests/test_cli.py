@@ -74,14 +74,14 @@ def test_rescore_writes_provenance_then_cases_and_prints_verdict_counts(manifest
     provenance, none, community = records
     assert provenance["record"] == "provenance" and provenance["format_version"] == 1
     assert provenance["settings"]["policy"] == "spreadsheetbench"
-    assert set(provenance["engines"]) == {"cached", "ironcalc", "libreoffice"}  # the default consensus
+    assert set(provenance["engines"]) == {"cached", "ironcalc", "libreoffice", "formulon"}  # the default consensus
     assert str(manifest) in provenance["inputs"]
     assert len(provenance["inputs"]) == 4 and all(len(d) == 64 for d in provenance["inputs"].values())
     assert (none["verdict"], community["verdict"], community["reasons"]) == ("confirmed-pass", "false-pass", ["stale-cache"])
     # ROUND(300/1000, 0) is 0 in every engine; the stale cache says 1
     assert community["cells"][0] == {"cell": "Sheet1!F2", "formula": "=ROUND(E2/1000,0)", "golden": 1, "shallow": 1,
                                      "full": 0.0, "reason": "stale-cache",
-                                     "engines": {"ironcalc": 0.0, "libreoffice": 0.0}}
+                                     "engines": {"ironcalc": 0.0, "libreoffice": 0.0, "formulon": 0.0}}
 
 
 def test_table_before_and_after(manifest, tmp_path):
@@ -194,8 +194,8 @@ def test_engines_lists_every_engine_with_its_availability():
     rows = json.loads(invoke("engines", "--format", "json").stdout)["rows"]
     assert [(r["name"], r["full"], r["available"], r["why_not"]) for r in rows] == [
         ("cached", False, True, None), ("ironcalc", True, True, None),
-        ("libreoffice", True, True, None), ("gnumeric", True, True, None), ("formulas", True, True, None),
-        ("pycel", True, True, None)]
+        ("libreoffice", True, True, None), ("formulon", True, True, None), ("gnumeric", True, True, None),
+        ("formulas", True, True, None), ("pycel", True, True, None)]
     assert rows[1]["version"] == "ironcalc 0.9.1" and rows[2]["version"].startswith("LibreOffice 2")  # 25.2 from bookworm-backports (.ci/setup)
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from regrade.engines.registry import open_engine
 from regrade.grading.policies import get_policy
-from regrade.audit.conformance import conformance
+from regrade.audit.conformance import benchmark_files, conformance, folder_files
 from tests.conftest import DEMO, require_engines
 
 ALL_FULL = ("ironcalc", "libreoffice", "gnumeric")
@@ -21,7 +21,7 @@ def engines():
 
 
 def test_every_engine_matches_excel_on_the_demo_answers(engines):
-    report = conformance(DEMO / "dataset", engines, get_policy("spreadsheetbench"))
+    report = conformance(benchmark_files(DEMO / "dataset"), engines, get_policy("spreadsheetbench"))
     # graded formula cells: 34469 AH6, 32293 B14:B17, 37086 D2:D5, 59511 F2:F6, 57029 C1:C5,
     # three cases each: 3 * (1 + 4 + 4 + 5 + 5) = 57
     assert [(t.name, t.compared, t.agree, t.abstain) for t in report.engines] == [(n, 57, 57, 0) for n in ALL_FULL]
@@ -44,7 +44,7 @@ def test_a_cache_that_disagrees_with_its_formula_is_counted_and_listed(engines, 
     # case 1: ROUND formulas over ROUNDUP's cache; case 2: openpyxl formulas, no cache at all
     shutil.copyfile(DEMO / "outputs" / "community" / "1_59511_output.xlsx", folder / "1_59511_answer.xlsx")
     shutil.copyfile(DEMO / "outputs" / "anthropic" / "2_59511_output.xlsx", folder / "2_59511_answer.xlsx")
-    report = conformance(corpus, engines, get_policy("spreadsheetbench"))
+    report = conformance(benchmark_files(corpus), engines, get_policy("spreadsheetbench"))
     assert (report.files.examined, report.files.compared, report.files.without_cache) == (2, 1, 1)
     # E = 300, 2000, 3000, 7200, 8500: ROUND gives 0, 2, 3, 7, 9 where the cache says 1, 2, 3, 8, 9
     assert [(t.compared, t.agree) for t in report.engines] == [(5, 3)] * 3
@@ -61,7 +61,7 @@ def test_cells_that_depend_on_today_are_left_out_and_counted(tmp_path):
     f3 = b'<c r="F3" s="6"><f t="shared" ref="F3:F6" si="0">'
     _copy_with(DEMO / "dataset" / "spreadsheet" / "59511" / "1_59511_answer.xlsx", folder / "1_59511_answer.xlsx",
                [(f3, f3 + b"TODAY()*0+")])
-    report = conformance(corpus, [open_engine("ironcalc")], get_policy("spreadsheetbench"))
+    report = conformance(benchmark_files(corpus), [open_engine("ironcalc")], get_policy("spreadsheetbench"))
     assert report.volatile == 4
     assert [(t.compared, t.agree) for t in report.engines] == [(1, 1)]  # F2 alone
 
@@ -88,7 +88,7 @@ def test_cells_whose_excel_caches_contradict_each_other_are_left_out_and_counted
     # case 3: cached 5 too, but over E2 = 4500, where 5 is right: a different question
     _copy_with(answer, folder / "3_59511_answer.xlsx", [(f2, f2.replace(b"<v>1</v>", b"<v>5</v>")),
                                                         (b'<c r="E2" s="5"><v>300</v>', b'<c r="E2" s="5"><v>4500</v>')])
-    report = conformance(corpus, [open_engine("ironcalc")], get_policy("spreadsheetbench"))
+    report = conformance(benchmark_files(corpus), [open_engine("ironcalc")], get_policy("spreadsheetbench"))
     assert report.inconsistent == 2  # F2 of cases 1 and 2
     assert [(t.compared, t.agree) for t in report.engines] == [(13, 13)]  # 3 x F2:F6, less those two
     assert report.mismatches == []

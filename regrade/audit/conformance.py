@@ -1,17 +1,20 @@
-"""Conformance against Excel: engines recompute the answer files Excel saved.
+"""Conformance against Excel: engines recompute the workbooks Excel saved.
 
-Answer files written by Excel carry Excel's own results as cached values: a free
-oracle. For every answer file of a SpreadsheetBench-layout corpus, the formula
-cells inside ``answer_position`` are recomputed by each engine and compared with
-Excel's cached value under the policy's value rules. A file none of whose graded
-formulas has a cached value was not saved by Excel (openpyxl wrote it): it is
-skipped and counted. A cell whose dependency cone calls a volatile function
+Workbooks written by Excel carry Excel's own results as cached values: a free
+oracle. Two sources (:class:`OracleFile`): every answer file of a SpreadsheetBench-layout
+corpus, whose formula cells inside ``answer_position`` are compared
+(:func:`benchmark_files`), or every workbook of any folder, all of whose formula cells are
+compared (:func:`folder_files`; a file whose ``docProps/app.xml`` does not name Excel is
+skipped and counted, :func:`regrade.workbook.origin.saved_by_excel`). Each engine recomputes
+the cells and is compared with Excel's cached value under the policy's value rules. A
+file none of whose compared formulas has a cached value was not computed by Excel (openpyxl
+wrote it): it is skipped and counted. A cell whose dependency cone calls a volatile function
 (``TODAY``, ``NOW``, ``RAND`` ...) holds the value of the moment Excel computed it;
 it is left out and counted, as is a cell that reads another workbook through an
 external link (Excel's value came from that workbook). So is a cell where Excel's caches
 contradict each other: another answer file of the task holds the same formula over the same
 inputs (its cone's formulas and every cell they read) and caches a different value there, so
-one cache is stale and neither is an oracle. In a file Excel saved, a formula read as empty is Excel's
+one cache is stale and neither is an oracle (a folder's workbooks are each their own group). In a file Excel saved, a formula read as empty is Excel's
 ``""`` (openpyxl reads it as None) and compares as empty.
 
 Per engine: cells compared, cells equal to Excel, abstentions (and their reasons). For the consensus
@@ -31,7 +34,7 @@ from typing import Callable
 
 from regrade.engines.base import Engine
 from regrade.values import CannotEvaluate, CellRef, CellResult, WorkbookValues
-from regrade.engines.readings import number_value
+from regrade.engines.readings import decoded_text, number_value
 from regrade.grading.policies import Policy, TargetError
 from regrade.grading.consensus import agree
 from regrade.grading.grade import Golden, GoldenError, load_golden
@@ -40,6 +43,7 @@ from regrade.runs.cases import golden_files, load_dataset
 from regrade.grading.verdicts import ENGINES_DISAGREE
 from regrade.engines.base import DEFAULT_TIMEOUT_S
 from regrade.limits import DeadlineExceeded, deadline
+from regrade.workbook.origin import saved_by_excel
 
 
 @dataclass
@@ -51,19 +55,36 @@ class EngineTally:
     seconds: list[float] = field(default_factory=list)
     abstentions: Counter[str] = field(default_factory=Counter)  # rule id (or reason, where no rule) -> cells
 
+    def add(self, other: EngineTally) -> None:
+        self.compared += other.compared
+        self.agree += other.agree
+        self.abstain += other.abstain
+        self.seconds += other.seconds
+        self.abstentions.update(other.abstentions)
+
+    def counts(self) -> dict:
+        return {"compared": self.compared, "agree": self.agree, "abstain": self.abstain,
+                "abstentions": dict(self.abstentions)}
+
 
 @dataclass
 class ConsensusTally:
     compared: int = 0
     agree: int = 0
-    abstain: int = 0
+    abstain: int = 0  # below the quorum included
     disagree: int = 0
+    decided_by_one: int = 0  # decided cells that one engine alone computed (the others abstained)
+
+    def add(self, other: ConsensusTally) -> None:
+        for name, value in asdict(other).items():
+            setattr(self, name, getattr(self, name) + value)
 
 
 @dataclass
 class FileCounts:
     examined: int = 0
     compared: int = 0
+    not_excel: int = 0  # a folder's workbook whose docProps/app.xml does not name Excel
     without_cache: int = 0
     timed_out: int = 0  # regrade's own reading of the file (golden, contradiction check) passed its limit
     without_formulas: int = 0
@@ -79,6 +100,17 @@ class ConformanceReport:
     volatile: int = 0  # cells left out: TODAY(), RAND() ... in their cone, Excel's value is of its day
     external: int = 0  # cells left out: they read another workbook, which the corpus does not hold
     inconsistent: int = 0  # cells left out: Excel's caches of the same formula over the same inputs differ
+    quorum: int = 1  # engines that had to compute a cell for the consensus to decide it
+    by_file: list[dict] = field(default_factory=list)  # each compared file's counts, to report any split of them
+
+    def add(self, answer: _Answer, engines: list[EngineTally], combined: ConsensusTally) -> None:
+        """Count one compared file in the totals and in :attr:`by_file`."""
+        totals = {t.name: t for t in self.engines}
+        for tally in engines:
+            totals[tally.name].add(tally)
+        self.consensus.add(combined)
+        self.by_file.append({"group": answer.task, "case": answer.case, "file": str(answer.path),
+                             "engines": {t.name: t.counts() for t in engines}, "consensus": asdict(combined)})
 
     def to_json(self) -> dict:
         return {
@@ -91,13 +123,43 @@ class ConformanceReport:
             "volatile": self.volatile,
             "external": self.external,
             "inconsistent": self.inconsistent,
+            "quorum": self.quorum,
             "mismatches": self.mismatches,
+            "by_file": self.by_file,
         }
+
+
+@dataclass(frozen=True)
+class OracleFile:
+    """A workbook whose cached values may be Excel's, and which of its formula cells to compare.
+
+    ``group``: the files whose caches the contradiction check compares with each other (a
+    task's answer files), and the name a mismatch reports. ``record``: the task's dataset
+    record, whose ``answer_position`` chooses the cells; None compares every formula cell of a
+    workbook that Excel saved."""
+
+    group: str
+    case: int
+    path: Path
+    record: dict | None
+
+
+def benchmark_files(corpus: Path) -> list[OracleFile]:
+    """The answer files of a SpreadsheetBench-layout corpus, in dataset.json order."""
+    return [OracleFile(str(r["id"]), n, p, r) for r in load_dataset(corpus)
+            for n, p in golden_files(corpus, str(r["id"])).items()]
+
+
+def folder_files(folder: Path) -> list[OracleFile]:
+    """Every .xlsx and .xlsm under ``folder``, by path; each is its own group."""
+    paths = sorted(p for p in folder.rglob("*") if p.suffix.lower() in (".xlsx", ".xlsm") and p.is_file()
+                   and not p.name.startswith("~$"))  # ~$name.xlsx: Excel's lock file, not a workbook
+    return [OracleFile(str(p.relative_to(folder)), 1, p, None) for p in paths]
 
 
 @dataclass
 class _Answer:
-    """One answer file Excel saved, with the graded formula cells conformance compares."""
+    """One workbook Excel saved, with the formula cells conformance compares."""
 
     task: str
     case: int
@@ -108,29 +170,28 @@ class _Answer:
 
 
 def conformance(
-    corpus: Path,
+    files: list[OracleFile],
     engines: list[Engine],
     policy: Policy,
     limit: int | None = None,
     on_file: Callable[[int, Path], None] | None = None,
     limit_s: float = DEFAULT_TIMEOUT_S,
+    quorum: int = 1,
 ) -> ConformanceReport:
     """``limit_s``: the limit of regrade's own work on one answer file (reading the golden,
     its volatile and external cells) and on one answer file's part of the contradiction
     check; the engines keep their own limits. A file past it is counted in ``timed_out``."""
-    report = ConformanceReport([EngineTally(e.name) for e in engines])
-    records = load_dataset(corpus)
-    answers = [(str(r["id"]), n, p, r) for r in records for n, p in golden_files(corpus, str(r["id"])).items()]
+    report = ConformanceReport([EngineTally(e.name) for e in engines], quorum=quorum)
     number = 0
-    for _, task_answers in itertools.groupby(answers[:limit], key=lambda a: a[0]):
+    for _, group in itertools.groupby(files[:limit], key=lambda f: f.group):
         compared: list[_Answer] = []
-        for task, case, path, record in task_answers:
+        for file in group:
             number += 1
             if on_file is not None:
-                on_file(number, path)
+                on_file(number, file.path)
             try:
                 with deadline(limit_s):
-                    if (answer := _answer(report, policy, task, case, path, record)) is not None:
+                    if (answer := _answer(report, policy, file)) is not None:
                         compared.append(answer)
             except DeadlineExceeded:
                 report.files.timed_out += 1
@@ -143,24 +204,33 @@ def conformance(
             continue
         for answer in compared:
             try:
-                _compare(report, engines, policy, answer, contradicted.get(answer.case, set()), limit_s)
+                _compare(report, engines, policy, answer, contradicted.get(answer.case, set()), limit_s, quorum)
             except DeadlineExceeded:
                 report.files.timed_out += 1
                 report.files.compared -= 1
     return report
 
 
-def _answer(report: ConformanceReport, policy: Policy, task: str, case: int, path: Path, record: dict) -> _Answer | None:
-    """The answer file with its graded formula cells and Excel's values, or None (counted) when
-    there is nothing to compare: unreadable, no formulas in answer_position, no cached values."""
+def _answer(report: ConformanceReport, policy: Policy, file: OracleFile) -> _Answer | None:
+    """The workbook with its compared formula cells and Excel's values, or None (counted) when
+    there is nothing to compare: not saved by Excel, unreadable, no formulas (in answer_position),
+    no cached values."""
     report.files.examined += 1
+    record = file.record
+    if record is None and not saved_by_excel(file.path):
+        report.files.not_excel += 1
+        return None
     try:
-        golden = load_golden(path)
-        targets = golden.targets(policy, record.get("answer_position", ""), record.get("answer_sheet"))
+        golden = load_golden(file.path)
+        if record is not None:
+            targets = golden.targets(policy, record.get("answer_position", ""), record.get("answer_sheet"))
+        else:
+            targets = golden.all_formulas()
+            golden.read(targets)
     except (GoldenError, TargetError):
         report.files.unreadable += 1
         return None
-    formulas = [t for t in targets if golden.is_formula(t)]
+    formulas = [t for t in targets if record is None or golden.is_formula(t)]
     if not formulas:
         report.files.without_formulas += 1
         return None
@@ -169,7 +239,7 @@ def _answer(report: ConformanceReport, policy: Policy, task: str, case: int, pat
         report.files.without_cache += 1
         return None
     report.files.compared += 1
-    return _Answer(task, case, path, golden, formulas, excel)
+    return _Answer(file.group, file.case, file.path, golden, formulas, excel)
 
 
 def _contradicted(policy: Policy, answers: list[_Answer]) -> dict[int, set[CellRef]]:
@@ -198,13 +268,13 @@ def _contradicted(policy: Policy, answers: list[_Answer]) -> dict[int, set[CellR
 
 
 def _expected(cached: CellResult) -> CellResult:
-    """Excel's value of a formula cell: openpyxl reads Excel's cached "" as None."""
-    return "" if cached is None else cached
+    """Excel's value of a formula cell: openpyxl reads Excel's cached "" as None, and leaves
+    the control characters of cached text escaped (:func:`regrade.engines.readings.decoded_text`)."""
+    return "" if cached is None else decoded_text(cached)
 
 
 def _compare(report: ConformanceReport, engines: list[Engine], policy: Policy, answer: _Answer,
-             contradicted: set[CellRef], limit_s: float) -> None:
-    tallies = {t.name: t for t in report.engines}
+             contradicted: set[CellRef], limit_s: float, quorum: int) -> None:
     with deadline(limit_s):
         volatile, external = answer.golden.unrepeatable(answer.formulas)
     report.volatile += len(volatile)
@@ -215,10 +285,13 @@ def _compare(report: ConformanceReport, engines: list[Engine], policy: Policy, a
     if not formulas:  # every graded formula left out: nothing for an engine to compute
         return
     computed: dict[str, WorkbookValues] = {}
+    seconds: dict[str, float] = {}
     for engine in engines:
         started = time.monotonic()
         computed[engine.name] = engine.evaluate(answer.path, formulas)
-        tallies[engine.name].seconds.append(time.monotonic() - started)
+        seconds[engine.name] = time.monotonic() - started
+    tallies = {name: EngineTally(name, seconds=[seconds[name]]) for name in computed}
+    combined_tally = ConsensusTally()
     for ref in formulas:
         expected = _expected(answer.excel[ref])
         values = {name: _cell(values, ref, answer.golden.number_format(ref)) for name, values in computed.items()}
@@ -232,17 +305,20 @@ def _compare(report: ConformanceReport, engines: list[Engine], policy: Policy, a
                 tally.agree += 1
             else:
                 report.mismatches.append(_mismatch(answer, ref, expected, name, value))
-        combined = agree(policy, values)
-        report.consensus.compared += 1
+        combined = agree(policy, values, quorum)
+        combined_tally.compared += 1
         if isinstance(combined, CannotEvaluate):
             if combined.reason == ENGINES_DISAGREE:
-                report.consensus.disagree += 1
+                combined_tally.disagree += 1
             else:
-                report.consensus.abstain += 1
-        elif policy.equal(expected, combined):
-            report.consensus.agree += 1
+                combined_tally.abstain += 1
         else:
-            report.mismatches.append(_mismatch(answer, ref, expected, "consensus", combined))
+            combined_tally.decided_by_one += sum(not isinstance(v, CannotEvaluate) for v in values.values()) == 1
+            if policy.equal(expected, combined):
+                combined_tally.agree += 1
+            else:
+                report.mismatches.append(_mismatch(answer, ref, expected, "consensus", combined))
+    report.add(answer, list(tallies.values()), combined_tally)
 
 
 def percentile(values: list[float], fraction: float) -> float | None:

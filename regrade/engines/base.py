@@ -55,6 +55,12 @@ class Engine(Protocol):
     @property
     def settings(self) -> EngineSettings: ...
 
+    @property
+    def reserved_mb(self) -> int:
+        """Address space the engine reserves without using it (Formulon's WebAssembly memory),
+        added to its worker's memory limit so that the limit bounds what it uses."""
+        ...
+
     def version(self) -> str:
         """The engine's version string, recorded in provenance."""
         ...
@@ -84,6 +90,7 @@ class EngineBase:
     """Defaults for the optional parts of :class:`Engine`: nothing to start or close."""
 
     in_default_consensus: ClassVar[bool] = True
+    reserved_mb: ClassVar[int] = 0
 
     def __init__(self, settings: EngineSettings = EngineSettings()) -> None:
         self.settings = settings

@@ -49,6 +49,7 @@ class IsolatedEngine:
         self.in_default_consensus = engine.in_default_consensus
         self.timeout_s = engine.settings.timeout_s
         self.memory_mb = engine.settings.memory_mb
+        self.reserved_mb = engine.reserved_mb
         self._worker: BaseProcess | None = None
         self._connection: Connection | None = None
         self._served = 0
@@ -167,7 +168,7 @@ def _serve(engine: Engine, memory_mb: int | None, connection: Connection, parent
     sys.stdout = sys.stderr = open(os.devnull, "w")  # Python-level writes may not go through fd 1 and 2
     out_of_memory = WorkbookFailure("memory-limit", f"{engine.name} needed more than {memory_mb} MB")  # made before the limit
     if memory_mb:
-        limit = memory_mb * 1024 * 1024
+        limit = (memory_mb + engine.reserved_mb) * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     try:
         engine.start()

@@ -11,7 +11,11 @@ import re
 from openpyxl.styles.numbers import is_date_format, is_timedelta_format
 from openpyxl.utils.datetime import from_excel
 
+from typing import TypeVar
+
 from regrade.values import PlainValue
+
+T = TypeVar("T")
 from regrade.workbook.formula import bare_name
 
 _LOWER_CASE_CALL = re.compile(r"(?<![A-Za-z0-9_.])((?:_xl[a-z]+\.)?[a-z][a-z0-9_.]*)\(")
@@ -26,6 +30,22 @@ def number_value(value: float, number_format: str | None) -> PlainValue:
         except (OverflowError, ValueError):
             return value
     return value
+
+
+_ESCAPED_CHARACTER = re.compile(r"_x([0-9A-Fa-f]{4})_")
+
+
+def decoded_text(value: T) -> T | str:
+    """Text as Excel holds it, from text as openpyxl reads it from the file.
+
+    OOXML writes a character XML cannot carry (a control character: ``CHAR(1)``) as
+    ``_xHHHH_``, and a literal ``_x`` that would read as one with its underscore written
+    ``_x005F_`` (ECMA-376 Part 1, 22.9.2.19 ST_Xstring). openpyxl leaves cached formula text
+    so escaped; an engine's computed text holds the character itself. Applied to what is
+    read from a file, never to what an engine computed."""
+    if not isinstance(value, str) or "_x" not in value:
+        return value
+    return _ESCAPED_CHARACTER.sub(lambda m: chr(int(m.group(1), 16)), value)
 
 
 def unknown_functions(formula: str) -> list[str]:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from regrade.engines.base import DEFAULT_BRIDGE_WORK, DEFAULT_TIMEOUT_S, Engine, EngineFactory, EngineSettings
 from regrade.engines.cached import CachedEngine
 from regrade.engines.formulas import FormulasEngine
+from regrade.engines.formulon import FormulonEngine
 from regrade.engines.gnumeric import GnumericEngine
 from regrade.engines.ironcalc import IronCalcEngine
 from regrade.engines.isolation import IsolatedEngine
@@ -26,7 +27,8 @@ class EngineInfo:
 
 ENGINES: dict[str, EngineInfo] = {
     kind.name: EngineInfo(kind.name, kind.full, kind.in_default_consensus, kind)
-    for kind in (CachedEngine, IronCalcEngine, LibreOfficeEngine, GnumericEngine, FormulasEngine, PycelEngine)
+    for kind in (CachedEngine, IronCalcEngine, LibreOfficeEngine, FormulonEngine, GnumericEngine, FormulasEngine,
+                 PycelEngine)
 }
 FULL_ENGINES = [name for name, info in ENGINES.items() if info.full]
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from regrade.values import CannotEvaluate
 
-EVERY_ENGINE = ("ironcalc", "libreoffice", "gnumeric", "formulas", "pycel")
+EVERY_ENGINE = ("ironcalc", "libreoffice", "formulon", "gnumeric", "formulas", "pycel")
 PROBES = Path(__file__).resolve().parents[2] / "fixtures" / "rules"
 ITS_PROBE = "its probe workbook shows it (fixtures/rules)"
 
@@ -80,7 +80,7 @@ RULES: tuple[Rule, ...] = (
           "document and no engine here follows",
           ("SpreadsheetBench 57448",)),
     # --- totals mending (engines/totals.py), for the engines that get SUBTOTAL or AGGREGATE wrong ---
-    _rule("totals-not-computed", ("ironcalc", "gnumeric", "pycel"), "engine-departure",
+    _rule("totals-not-computed", ("ironcalc", "formulon", "gnumeric", "pycel"), "engine-departure",
           "the cone holds a SUBTOTAL or AGGREGATE the engine gets wrong here (rows a filter or the user hides, "
           "nested subtotals, 101-111, AGGREGATE itself) and the cell is not one such call over references",
           "SUBTOTAL and AGGREGATE skip hidden or filtered rows and nested subtotals as their arguments say; "
@@ -125,6 +125,33 @@ RULES: tuple[Rule, ...] = (
           "IronCalc gives #N/IMPL!, its marker of a part of a formula it has not implemented",
           "#N/IMPL! is not an Excel value: IronCalc did not compute the formula",
           (ITS_PROBE,)),
+    # --- Formulon ---
+    _rule("formulon-lacks-function", ("formulon",), "unsupported-function",
+          "the cell's formula calls a function missing from Formulon's catalog or listed there as unavailable "
+          "(EUROCONVERT, WEBSERVICE, CUBEVALUE ...), or the cell is an error and its cone calls one",
+          "Formulon gives #NAME? (or #VALUE!) for a function it does not compute, where Excel, with the add-in "
+          "or the connection, computes it",
+          (ITS_PROBE, "formulon.Workbook.function_metadata: availability")),
+    _rule("formulon-legacy-array-argument", ("formulon",), "engine-departure",
+          "a formula of the cone saved plain (no array metadata) passes an array computed from ranges, or an "
+          "array constant, to a parameter that takes an array: LOOKUP's vectors, AGGREGATE 14-19's array, "
+          "XMATCH's or XLOOKUP's lookup value, a criteria argument of COUNTIF(S), SUMIF(S), AVERAGEIF(S), MAXIFS, MINIFS",
+          "Excel evaluates a plain formula the legacy way, where these parameters take the whole array "
+          "(LOOKUP(2,1/(A1:A3=\"a\"),B1:B3) is the last match); Formulon meets the array by implicit intersection",
+          (ITS_PROBE, "fixtures/probes: lookup-last-match, aggregate-array-large, criteria-countifs-array-constant",
+           "https://support.microsoft.com/office/implicit-intersection-operator-ce3be07b-0101-4450-a24e-c1c999be2b34")),
+    _rule("formulon-structured-reference", ("formulon",), "engine-departure",
+          "a formula of the cone holds a structured reference without its table's name ([@Qty]) or to a "
+          "table's totals row (Stock[[#Totals],[Units]])",
+          "Excel reads [@Qty] in a table as that row's Qty and [#Totals] as the totals row; Formulon gives "
+          "#NAME? for the first and 0 for the second",
+          (ITS_PROBE, "fixtures/probes: structured-at-unqualified, structured-totals"), "Sheet1!D3"),
+    _rule("formulon-plain-dynamic-array", ("formulon",), "engine-departure",
+          "the cell is an error and a formula of its cone saved plain calls a dynamic-array function "
+          "(FILTER, SORT, UNIQUE, SEQUENCE, TEXTSPLIT, VSTACK ...)",
+          "Excel shows such a formula with @ and its first value; Formulon gives #CALC! or #VALUE!",
+          (ITS_PROBE, "fixtures/probes: lookup-filter, lookup-textjoin-filter",
+           "https://support.microsoft.com/office/implicit-intersection-operator-ce3be07b-0101-4450-a24e-c1c999be2b34")),
     # --- LibreOffice ---
     _rule("libreoffice-lacks-function", ("libreoffice",), "unsupported-function",
           "the cell's formula, as LibreOffice reads it, calls a function LibreOffice does not know",

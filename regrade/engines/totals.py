@@ -49,6 +49,7 @@ class TotalsDefects:
     hidden: bool = False  # SUBTOTAL 101-111 (gnumeric: #NUM!; pycel counts rows hidden by hand)
     hidden_only_where_rows_are_hidden: bool = False  # ... and it matters only where a row is hidden (pycel)
     filtered: bool = False  # SUBTOTAL 1-11 count the rows a filter hides (IronCalc, gnumeric, pycel)
+    hidden_by_hand: bool = False  # SUBTOTAL 1-11 skip rows hidden by hand, which Excel counts (Formulon)
     nested: bool = False  # SUBTOTAL counts cells that are themselves subtotals (pycel)
     computes_lacking: bool = False  # a graded direct call the engine could not compute (AGGREGATE) is computed
 
@@ -57,6 +58,7 @@ class TotalsDefects:
         hidden = self.hidden and (not self.hidden_only_where_rows_are_hidden
                                   or any(rows.hidden for rows in graph.hidden_rows.values()))
         return (hidden and skips_hidden_rows(graph, cell)) or (self.filtered and meets_a_filter(graph, cell)) \
+            or (self.hidden_by_hand and meets_rows_hidden_by_hand(graph, cell)) \
             or (self.nested and counts_nested_subtotals(graph, cell))
 
 
@@ -91,6 +93,13 @@ def skips_hidden_rows(graph: FormulaGraph, cell: Cell) -> bool:
 def meets_a_filter(graph: FormulaGraph, cell: Cell) -> bool:
     """Whether the cone of ``cell`` calls SUBTOTAL in a workbook where a filter hides rows."""
     if not any(rows.filtered for rows in graph.hidden_rows.values()):
+        return False
+    return any(_CALLS_SUBTOTAL.search(text) for text in graph.formulas_in_cone([cell]))
+
+
+def meets_rows_hidden_by_hand(graph: FormulaGraph, cell: Cell) -> bool:
+    """Whether the cone of ``cell`` calls SUBTOTAL in a workbook where rows are hidden by hand."""
+    if not any(rows.hidden - rows.filtered for rows in graph.hidden_rows.values()):
         return False
     return any(_CALLS_SUBTOTAL.search(text) for text in graph.formulas_in_cone([cell]))
 

@@ -37,7 +37,7 @@ from openpyxl.formula.tokenizer import Token
 from regrade.engines.rules import abstention
 from regrade.values import CellRef, WorkbookValues
 from regrade.workbook.analysis import WorkbookAnalysis
-from regrade.workbook.calls import QUOTED, calls
+from regrade.workbook.calls import QUOTED, array_from_ranges, calls
 from regrade.workbook.cones import Area, FormulaGraph, plain_area
 from regrade.workbook.sheets import MAX_SHEET_BYTES, resolve_sheet
 from regrade.workbook.formula import tokens as formula_tokens
@@ -53,10 +53,6 @@ _COERCION = re.compile(
 )
 # What takes a date out of a longer text ("PAID ON 16.02.24--96072")
 _EXTRACTION = re.compile(r"\b(?:MID|LEFT|RIGHT|SUBSTITUTE|REPLACE|TEXTBEFORE|TEXTAFTER|TEXTSPLIT|FILTERXML)\(", re.IGNORECASE)
-# A multi-cell range (A1:B9, A:B, 3:5), an operator, a function call: for the lookup-array check
-_MULTI_CELL = re.compile(r"\$?[A-Za-z]{1,3}\$?\d+:\$?[A-Za-z]{1,3}\$?\d+|\$?[A-Za-z]{1,3}:\$?[A-Za-z]{1,3}\b|\$?\d+:\$?\d+")
-_OPERATOR = re.compile(r"[&*+/=<>^-]")
-_CALL = re.compile(r"[A-Za-z_][\w.]*\(")
 # In a sheet's XML: the text of a plain (not array) formula calling MATCH; an XLOOKUP or XMATCH call
 _PLAIN_MATCH = re.compile(rb"<f(?![^>]*\bt=\"array\")[^>]*>([^<]*MATCH\([^<]*)</f>", re.IGNORECASE)
 _APPROXIMATE_CALL = re.compile(rb"X(?:LOOKUP|MATCH)\(", re.IGNORECASE)
@@ -103,8 +99,7 @@ def intersects_implicitly(formula: str) -> bool:
     multi-cell ranges by an operator, with no function around them (see the module's doc)."""
     for call in calls(formula):
         if call.name in ("MATCH", "XMATCH") and len(call.args) > 1:
-            lookup_array = QUOTED.sub('""', call.args[1])
-            if _MULTI_CELL.search(lookup_array) and _OPERATOR.search(lookup_array) and not _CALL.search(lookup_array):
+            if array_from_ranges(call.args[1]):
                 return True
     return False
 

@@ -9,7 +9,13 @@ not vote. Then:
 - they disagree: the cell abstains as ``engines-disagree`` and every engine's value
   is kept for the report (non-CSE ``=SUM(C2:C7*D2:D7)`` is 71.5 in dynamic-array
   engines and 15 under implicit intersection: a real semantic split, surfaced);
-- nobody votes: the cell abstains with the engines' reasons.
+- nobody votes: the cell abstains with the engines' reasons;
+- fewer voters than the quorum agree (``quorum`` 2: one engine computed the cell and every
+  other abstained): the cell abstains as ``below-quorum``, so that one engine never decides
+  alone where the others cannot check it.
+
+:attr:`Consensus.decided_by` records, per cell, how many engines computed it and agreed (0
+where the cell abstains).
 """
 
 from __future__ import annotations
@@ -20,17 +26,24 @@ from typing import Collection
 from regrade.values import CannotEvaluate, CellRef, CellResult, WorkbookValues
 from regrade.grading.policies import Policy
 from regrade.grading.grade import recomputed_view
-from regrade.grading.verdicts import ENGINES_DISAGREE
+from regrade.grading.verdicts import BELOW_QUORUM, ENGINES_DISAGREE
 
 
 @dataclass
 class Consensus:
     view: WorkbookValues
     by_engine: dict[CellRef, dict[str, CellResult]] = field(default_factory=dict)
+    decided_by: dict[CellRef, int] = field(default_factory=dict)  # engines that computed the cell and agreed
+
+
+def default_quorum(engines: int) -> int:
+    """2 where three or more engines run (one engine alone never decides), else 1."""
+    return 2 if engines >= 3 else 1
 
 
 def consensus(
-    policy: Policy, stored: WorkbookValues, computed: dict[str, WorkbookValues], spilled: Collection[CellRef] = ()
+    policy: Policy, stored: WorkbookValues, computed: dict[str, WorkbookValues], spilled: Collection[CellRef] = (),
+    quorum: int = 1,
 ) -> Consensus:
     if not computed:
         raise ValueError("a consensus needs at least one engine")
@@ -46,7 +59,8 @@ def consensus(
     for ref in refs:
         values = {name: _value(view, ref) for name, view in views.items()}
         result.by_engine[ref] = values
-        result.view.cells[ref] = agree(policy, values)
+        result.view.cells[ref] = agreed = agree(policy, values, quorum)
+        result.decided_by[ref] = 0 if isinstance(agreed, CannotEvaluate) else _voters(values)
         for view in readable:
             if ref in view.formulas:
                 result.view.formulas.setdefault(ref, view.formulas[ref])
@@ -61,7 +75,11 @@ def _value(view: WorkbookValues, ref: CellRef) -> CellResult:
     return view.cells[ref]
 
 
-def agree(policy: Policy, values: dict[str, CellResult]) -> CellResult:
+def _voters(values: dict[str, CellResult]) -> int:
+    return sum(not isinstance(v, CannotEvaluate) for v in values.values())
+
+
+def agree(policy: Policy, values: dict[str, CellResult], quorum: int = 1) -> CellResult:
     """One cell's consensus from each engine's value (see the module docstring)."""
     voters = {name: v for name, v in values.items() if not isinstance(v, CannotEvaluate)}
     if not voters:
@@ -70,6 +88,9 @@ def agree(policy: Policy, values: dict[str, CellResult]) -> CellResult:
                             for name, v in values.items() if isinstance(v, CannotEvaluate))
         return CannotEvaluate(reasons[0].reason, details)
     first = next(iter(voters.values()))
-    if all(policy.equal(first, other) for other in voters.values()):
-        return first
-    return CannotEvaluate(ENGINES_DISAGREE, "; ".join(f"{name}={value}" for name, value in voters.items()))
+    if not all(policy.equal(first, other) for other in voters.values()):
+        return CannotEvaluate(ENGINES_DISAGREE, "; ".join(f"{name}={value}" for name, value in voters.items()))
+    if len(voters) < quorum:
+        abstained = "; ".join(f"{name}: {v.key}" for name, v in values.items() if isinstance(v, CannotEvaluate))
+        return CannotEvaluate(BELOW_QUORUM, f"only {', '.join(voters)} computed it (quorum {quorum}); {abstained}")
+    return first

@@ -22,9 +22,11 @@ from regrade.values import EXCEL_ERROR_CODES, CannotEvaluate, CellRef, CellResul
 from regrade.engines.cached import read_cells
 from regrade.workbook.cones import VOLATILE_FUNCTIONS, FormulaGraph
 from regrade.workbook.formula import boundaries
-from regrade.engines.readings import number_value
+from regrade.engines.readings import decoded_text, number_value
 from regrade.workbook.screening import HOSTILE_REASONS, screen
-from regrade.workbook.sheets import array_formula_ranges, formula_cells, formula_text, load_formula_book, resolve_sheet
+from regrade.workbook.sheets import (
+    array_formula_ranges, formula_cells, formula_cells_of, formula_text, load_formula_book, resolve_sheet,
+)
 from regrade.grading.policies import Policy, SheetExtent, TargetError
 from regrade.runs.cases import Case
 
@@ -186,6 +188,15 @@ class Golden:
             return (ref.row, ref.column) in self._formula_cells.get(ref.sheet, ())
         return self.formula(ref) is not None
 
+    def all_formulas(self) -> list[CellRef]:
+        """Every formula cell of the workbook, sheet by sheet in row order (GoldenError if it breaks)."""
+        quick = formula_cells(self.path)
+        if quick is not None:
+            return [CellRef(sheet, row, column) for sheet in self.sheet_names
+                    for row, column in sorted(quick.get(sheet, ()))]
+        with _reading(self.path):
+            return [CellRef(c.sheet, c.row, c.column) for c in formula_cells_of(self._formulas())]
+
 
 class GoldenError(Exception):
     """The golden workbook cannot be read."""
@@ -255,7 +266,7 @@ def recomputed_view(
     cells = dict(computed.cells)
     for ref, value in stored.cells.items():
         if ref in cells and ref not in stored.formulas and ref not in computed.formulas and ref not in spilled:
-            cells[ref] = value
+            cells[ref] = decoded_text(value)  # compared with the golden's decoded text
         elif isinstance(number := cells.get(ref), float) and ref in stored.number_formats:
             cells[ref] = number_value(number, stored.number_formats[ref])  # the file's format decides
     return WorkbookValues(sheet_names=computed.sheet_names, cells=cells, formulas=computed.formulas)
@@ -285,6 +296,8 @@ def grade(
             missing_sheets.add(ref.sheet)
             continue
         expected, actual = golden.value(ref), values.cells[ref]
+        if recomputed:  # Excel's text, and the engine's, hold control characters themselves
+            expected = decoded_text(expected)
         if recomputed and not isinstance(actual, CannotEvaluate) and _uncached_golden(golden, ref, expected, actual):
             actual = CannotEvaluate("uncached-golden", f"the golden's formula at {ref} has no cached value")
         if isinstance(actual, CannotEvaluate) or not policy.equal(expected, actual):

@@ -42,10 +42,12 @@ class CaseResult:
     reasons: list[str]
     message: str = ""
     cells: list[CellDisagreement] = field(default_factory=list)
+    decided_by_one: int = 0  # graded cells whose recomputed value one engine alone gave (the others abstained)
 
 
-def rescore_case(case: Case, policy: Policy, shallow: Engine, fulls: Sequence[Engine]) -> CaseResult:
-    """Grade ``case`` with the value-only view and the consensus of the full engines."""
+def rescore_case(case: Case, policy: Policy, shallow: Engine, fulls: Sequence[Engine], quorum: int = 1) -> CaseResult:
+    """Grade ``case`` with the value-only view and the consensus of the full engines
+    (``quorum``: how many of them must compute a cell, :mod:`regrade.grading.consensus`)."""
     try:
         golden = load_golden(case.answer_path)
         targets = golden.targets(policy, case.answer_position, case.answer_sheet)
@@ -69,7 +71,8 @@ def rescore_case(case: Case, policy: Policy, shallow: Engine, fulls: Sequence[En
     if stored.failure is None and not any(t in stored.formulas or t in spilled for t in targets):
         agreed = Consensus(stored)  # the graded cells hold constants: no engine could change them
     else:
-        agreed = consensus(policy, stored, {e.name: e.evaluate(case.output_path, targets) for e in fulls}, spilled)
+        agreed = consensus(policy, stored, {e.name: e.evaluate(case.output_path, targets) for e in fulls}, spilled,
+                           quorum)
     shallow_grade = grade(policy, targets, golden, shallow.name, stored)
     full_grade = grade(policy, targets, golden, "+".join(e.name for e in fulls), agreed.view, recomputed=True)
     shallow_pass = bool(shallow_grade.passed)  # a value-only grader counts any failure to read as a fail
@@ -82,7 +85,8 @@ def rescore_case(case: Case, policy: Policy, shallow: Engine, fulls: Sequence[En
     reasons = [r for r in (shallow_grade.reason, full_grade.reason) if r and r != "wrong-value"]
     reasons += [c.reason for c in cells]
     message = full_grade.message or shallow_grade.message
-    return CaseResult(case, shallow_pass, full_pass, verdict, sorted(set(reasons)), message, cells)
+    decided_by_one = sum(agreed.decided_by.get(t) == 1 for t in targets) if len(fulls) > 1 else 0
+    return CaseResult(case, shallow_pass, full_pass, verdict, sorted(set(reasons)), message, cells, decided_by_one)
 
 
 def _disagreements(

@@ -46,6 +46,7 @@ ARTIFACT = "artifact"
 FALSE_PASS = "false-pass"
 UNEVALUABLE = "unevaluable"
 ENGINES_DISAGREE = "engines-disagree"
+BELOW_QUORUM = "below-quorum"  # fewer engines than the quorum computed the cell (the others abstained)
 INVALID_GOLDEN = "invalid-golden"
 VERDICTS = (CONFIRMED_PASS, CONFIRMED_FAIL, ARTIFACT, FALSE_PASS, ENGINES_DISAGREE, UNEVALUABLE, INVALID_GOLDEN)
 CELL_REASONS = ("unsupported-in-recalc", "uncached-formula", "spill-not-materialised", "date-serial", "type-mismatch",

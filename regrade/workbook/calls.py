@@ -17,6 +17,23 @@ TAKES_A_DATE = ("DAY", "MONTH", "YEAR", "EOMONTH", "EDATE", "WEEKDAY", "WEEKNUM"
 READS_TEXT_AS_DATE = ("DATEVALUE", "TIMEVALUE")
 
 
+_MULTI_CELL = re.compile(r"\$?[A-Za-z]{1,3}\$?\d+:\$?[A-Za-z]{1,3}\$?\d+|\$?[A-Za-z]{1,3}:\$?[A-Za-z]{1,3}\b|\$?\d+:\$?\d+")
+_OPERATOR = re.compile(r"[&*+/=<>^-]")
+_CALL = re.compile(r"[A-Za-z_][\w.]*\(")
+
+
+def array_from_ranges(argument: str) -> bool:
+    """Whether an argument computes an array from multi-cell ranges (A1:B9, A:B, 3:5) by an
+    operator, with no function around them: ``A1:A9&B1:B9``, ``1/(A1:A3="a")``."""
+    code = QUOTED.sub('""', argument)
+    return bool(_MULTI_CELL.search(code) and _OPERATOR.search(code) and not _CALL.search(code))
+
+
+def array_constant(argument: str) -> bool:
+    """Whether an argument holds an array constant (``{"a","b"}``)."""
+    return "{" in QUOTED.sub('""', argument)
+
+
 @dataclass(frozen=True)
 class Call:
     name: str  # upper case, without the _xlfn. and _xlws. prefixes

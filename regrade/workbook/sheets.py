@@ -56,7 +56,7 @@ def _array_formulas(path: Path) -> list[tuple[int, int, int, str]]:
     found: list[tuple[int, int, int, str]] = []
     try:
         with zipfile.ZipFile(path) as archive:
-            for index, (_, part) in enumerate(_sheets(archive)):
+            for index, (_, part) in enumerate(sheet_parts(archive)):
                 if archive.getinfo(part).file_size > MAX_SHEET_BYTES:
                     continue
                 xml = archive.read(part).decode("utf-8", "replace")
@@ -77,7 +77,7 @@ def formula_cells(path: Path) -> dict[str, set[tuple[int, int]]] | None:
     found: dict[str, set[tuple[int, int]]] = {}
     try:
         with zipfile.ZipFile(path) as archive:
-            for name, part in _sheets(archive):
+            for name, part in sheet_parts(archive):
                 if archive.getinfo(part).file_size > MAX_SHEET_BYTES:
                     return None
                 xml = archive.read(part).decode("utf-8", "replace")
@@ -89,7 +89,7 @@ def formula_cells(path: Path) -> dict[str, set[tuple[int, int]]] | None:
     return found
 
 
-def _sheets(archive: zipfile.ZipFile) -> list[tuple[str, str]]:
+def sheet_parts(archive: zipfile.ZipFile) -> list[tuple[str, str]]:
     """(name, part) of each sheet, in workbook order, which is the order engines use."""
     workbook = archive.read("xl/workbook.xml").decode("utf-8", "replace")
     relations = archive.read("xl/_rels/workbook.xml.rels").decode("utf-8", "replace")
@@ -210,7 +210,7 @@ def formula_texts(path: Path, needles: tuple[str, ...]) -> list[str]:
     wanted, found = [n.lower() for n in needles], []
     try:
         with zipfile.ZipFile(path) as archive:
-            for _, part in _sheets(archive):
+            for _, part in sheet_parts(archive):
                 if archive.getinfo(part).file_size > MAX_SHEET_BYTES:
                     continue
                 xml = archive.read(part).decode("utf-8", "replace")

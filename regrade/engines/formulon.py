@@ -1,0 +1,287 @@
+"""Formulon: an Excel 365 engine compiled to WebAssembly, through its Python package.
+
+Formulon (Apache-2.0) loads the workbook, recalculates every formula (a stale cache is
+replaced, a missing one computed) and reports each cell as a typed value. It is developed
+against results captured from Excel 365 and written independently of IronCalc and
+LibreOffice, so a departure those two share is not likely to be its own: it is the third
+vote of the consensus (:mod:`regrade.grading.consensus`).
+
+Where it cannot compute a cell, regrade abstains instead of reporting a wrong value (rules
+of :mod:`regrade.engines.rules`):
+
+- a function missing from Formulon's catalog, or listed there as unavailable (``PY``,
+  ``WEBSERVICE``, ``CUBE*`` ...), comes back as ``#NAME?``: a target whose own formula calls
+  one abstains whatever its value, and an erroring target abstains when its cone calls one
+  (``formulon-lacks-function``);
+- a formula saved plain (without array metadata, as openpyxl writes one) is evaluated the
+  legacy way, as Excel does, but Formulon also meets by implicit intersection an array
+  passed to a parameter that takes one there (``LOOKUP(2,1/(A1:A3="a"),B1:B3)``,
+  ``AGGREGATE(14,6,B1:B3/(A1:A3="a"),1)``, ``COUNTIFS(A1:A6,{"x","y*"})``, ``XMATCH({"c","a"},A1:A3)``):
+  a cell whose cone holds one abstains (``formulon-legacy-array-argument``); and it gives
+  ``#CALC!`` or ``#VALUE!`` for a dynamic-array function (FILTER, UNIQUE ...) in such a
+  formula, where Excel shows the first value: an erroring cell whose cone holds one abstains
+  (``formulon-plain-dynamic-array``);
+- a structured reference without its table's name (``[@Qty]``, ``#NAME?`` in Formulon) or to
+  a table's totals row (``Stock[[#Totals],[Units]]``, 0 in Formulon) in the cone abstains
+  (``formulon-structured-reference``);
+- SUBTOTAL where rows are hidden: Formulon skips rows hidden by hand in SUBTOTAL 1-11 and
+  counts rows a table's filter hides, where Excel does the opposite; regrade computes a
+  direct SUBTOTAL from Formulon's values of its ranges and abstains otherwise
+  (:mod:`regrade.engines.totals`, ``totals-not-computed``);
+- a value of a kind regrade cannot represent (``#UNKNOWN!``, a bare array or reference) is
+  an ``engine-error``, not an Excel value.
+
+The WebAssembly module is compiled once per worker (:meth:`FormulonEngine.start`, about
+2 s), outside any workbook's limit. The module reserves 4 GiB of address space for its
+linear memory up front (wasm32's whole range, plus a guard region) without using it; that
+reservation is added to the worker's address-space limit (:attr:`reserved_mb`), and the
+workbook's own memory is bounded by the 4 GiB a wasm32 module can address.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any, ClassVar, Sequence
+
+from regrade.engines.pipeline import PythonPackageEngine
+from regrade.engines.rules import abstention
+from regrade.engines.totals import TotalsDefects, mend_totals
+from regrade.values import CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues
+from regrade.workbook.analysis import WorkbookAnalysis
+from regrade.workbook.calls import QUOTED, array_constant, array_from_ranges, calls
+from regrade.workbook.cones import Area, FormulaGraph
+from regrade.workbook.sheets import mentions, resolve_sheet
+
+# formulon.ErrorCode's ordinals, as Excel spells them
+_ERRORS = ("#NULL!", "#DIV/0!", "#VALUE!", "#REF!", "#NAME?", "#NUM!", "#N/A", "#GETTING_DATA", "#SPILL!",
+           "#CALC!", "#FIELD!", "#BLOCKED!", "#CONNECT!", "#EXTERNAL!", "#BUSY!", "#PYTHON!")
+_UNKNOWN_ERROR = 16  # formulon.ErrorCode.UNKNOWN: not an Excel error
+_IMPLEMENTED = 0  # FunctionMetadata.availability of a function Formulon computes
+
+
+class FormulonEngine(PythonPackageEngine):
+    package = "formulon"
+    name = "formulon"
+    full = True
+    reserved_mb: ClassVar[int] = 4096 + 160  # the wasm32 linear memory's reservation and guard region
+
+    def start(self) -> None:
+        import formulon
+
+        formulon.Workbook.create_default().close()  # compiles and instantiates the module
+        _implemented()
+
+    def compute(self, analysis: WorkbookAnalysis, cells: Sequence[CellRef]) -> WorkbookValues:
+        import formulon
+
+        try:
+            book = formulon.Workbook.load(analysis.path.read_bytes())
+        except MemoryError:
+            raise
+        except Exception as exc:  # FormulonError: a file it cannot parse
+            return WorkbookValues(failure=WorkbookFailure("load-failed", f"Formulon cannot load it: {exc}"))
+        try:
+            return self._read(analysis, book, cells)
+        finally:
+            book.close()
+
+    def _read(self, analysis: WorkbookAnalysis, book: Any, cells: Sequence[CellRef]) -> WorkbookValues:
+        try:
+            book.recalc()
+        except MemoryError:
+            raise
+        except Exception as exc:
+            return WorkbookValues(failure=WorkbookFailure("load-failed", f"Formulon cannot recalculate it: {exc}"))
+        names = [book.sheet_name(index) for index in range(book.sheet_count())]
+        result = WorkbookValues(sheet_names=names)
+        lacking = functools.cache(lambda: _workbook_lacking(book, len(names)))
+        legacy = _PlainArrays.of(analysis.graph())
+        tables = bool(mentions(analysis.path, (b"<tableParts",)))
+        for ref in cells:
+            sheet = resolve_sheet(ref.sheet, names)
+            if sheet is None:
+                continue
+            index = names.index(sheet)
+            formula = book.get_formula(index, ref.row - 1, ref.column - 1)
+            value = _value(book.get_value(index, ref.row - 1, ref.column - 1))
+            if formula:
+                result.formulas[ref] = formula
+                cell = CellRef(sheet, ref.row, ref.column)
+                own = _lacked_calls(formula)
+                if own:
+                    value = abstention("formulon-lacks-function", f"Formulon lacks {', '.join(own)}")
+                elif isinstance(value, ExcelError) and lacking() and (reached := _in_cone(analysis, lacking(), cell)):
+                    value = abstention("formulon-lacks-function",
+                                       f"{value.code} from a formula that calls {', '.join(reached)}, which Formulon lacks")
+                elif tables and (found := _structured_departure(analysis.graph(), cell)):
+                    value = abstention("formulon-structured-reference", found)
+                elif legacy is not None and (found := legacy.array_argument(cell)):
+                    value = abstention("formulon-legacy-array-argument", found)
+                elif legacy is not None and isinstance(value, ExcelError) and (found := legacy.dynamic_call(cell)):
+                    value = abstention("formulon-plain-dynamic-array", f"{value.code} from {found}")
+            result.cells[ref] = value
+        if (graph := analysis.graph()) is not None and any(r.hidden or r.filtered for r in graph.hidden_rows.values()):
+            mend_totals(graph, result, functools.partial(_read_area, book, names, graph), _DEFECTS)
+        return result
+
+
+# Formulon skips every hidden row in SUBTOTAL 1-11 (Excel: only those a filter hides) and
+# counts the rows a table's filter hides; its probe (fixtures/rules/totals-not-computed.xlsx)
+# and IronCalc's tables workbook (fixtures/oracles/ironcalc/calc_test_no_export/tables.xlsx) show both.
+_DEFECTS = TotalsDefects(hidden=True, filtered=True, hidden_by_hand=True)
+
+
+def _read_area(book: Any, names: list[str], graph: FormulaGraph, area: Area) -> list[list[object]]:
+    """Formulon's values of an area, cut at the sheet's used range."""
+    index = names.index(area.sheet)
+    last_row, last_column = graph.dimensions(area.sheet)
+    return [[_value(book.get_value(index, row - 1, column - 1)) for column in range(area.min_col, min(area.max_col, last_column) + 1)]
+            for row in range(area.min_row, min(area.max_row, last_row) + 1)]
+
+
+# Parameters that take an array in a formula saved plain (legacy evaluation, no implicit
+# intersection there): LOOKUP's vectors, AGGREGATE 14-19's array, XMATCH's and XLOOKUP's
+# lookup value; and the criteria of the *IF(S) functions, which lift over an array constant.
+_ARRAY_PARAMETERS = {"LOOKUP": (1, 2), "XMATCH": (0,), "XLOOKUP": (0,)}
+_CRITERIA = {"COUNTIF": (1,), "SUMIF": (1,), "AVERAGEIF": (1,), "COUNTIFS": tuple(range(1, 254, 2)),
+             "SUMIFS": tuple(range(2, 254, 2)), "AVERAGEIFS": tuple(range(2, 254, 2)),
+             "MAXIFS": tuple(range(2, 254, 2)), "MINIFS": tuple(range(2, 254, 2))}
+_DYNAMIC_ARRAY_FUNCTIONS = frozenset({
+    "FILTER", "SORT", "SORTBY", "UNIQUE", "SEQUENCE", "RANDARRAY", "TEXTSPLIT", "VSTACK", "HSTACK", "TOCOL",
+    "TOROW", "WRAPROWS", "WRAPCOLS", "TAKE", "DROP", "CHOOSEROWS", "CHOOSECOLS", "EXPAND"})
+
+
+def legacy_array_argument(formula: str) -> str:
+    """How ``formula``, saved plain, passes an array to a parameter that takes one ("" if it does not)."""
+    for call in calls(formula):
+        args = call.args
+        indexes = _ARRAY_PARAMETERS.get(call.name, ())
+        if call.name == "AGGREGATE" and args and args[0].strip() in {str(n) for n in range(14, 20)}:
+            indexes = (2,)
+        if any(i < len(args) and (array_from_ranges(args[i]) or array_constant(args[i])) for i in indexes):
+            return f"{call.name} of an array computed in a formula saved plain"
+        if any(i < len(args) and array_constant(args[i]) for i in _CRITERIA.get(call.name, ())):
+            return f"{call.name} of an array of criteria in a formula saved plain"
+    return ""
+
+
+class _PlainArrays:
+    """The plain formulas (saved without array metadata) of a workbook's cones where Formulon
+    departs from Excel: arrays passed to parameters that take them, and dynamic-array calls."""
+
+    def __init__(self, graph: FormulaGraph):
+        self.graph = graph
+        self._argument: dict[CellRef, str] = {}
+        self._dynamic: dict[CellRef, str] = {}
+
+    @classmethod
+    def of(cls, graph: FormulaGraph | None) -> _PlainArrays | None:
+        """None when no formula of the workbook calls a function concerned (or it cannot be traced)."""
+        concerned = {*_ARRAY_PARAMETERS, "AGGREGATE", *_CRITERIA, *_DYNAMIC_ARRAY_FUNCTIONS}
+        if graph is None or not concerned & graph.all_functions():
+            return None
+        return cls(graph)
+
+    def _plain(self, cell: CellRef) -> str | None:
+        value = self.graph.book[cell.sheet].cell(cell.row, cell.column).value  # an array formula is no str
+        return value if isinstance(value, str) else None
+
+    def array_argument(self, cell: CellRef) -> str:
+        for place in self.graph.cells_in_cone([cell]):
+            if place not in self._argument:
+                self._argument[place] = legacy_array_argument(text) if (text := self._plain(place)) else ""
+            if self._argument[place]:
+                return f"{self._argument[place]} ({place})"
+        return ""
+
+    def dynamic_call(self, cell: CellRef) -> str:
+        for place in self.graph.cells_in_cone([cell]):
+            if place not in self._dynamic:
+                text = self._plain(place)
+                called = sorted({c.name for c in calls(text)} & _DYNAMIC_ARRAY_FUNCTIONS) if text else []
+                self._dynamic[place] = ", ".join(called)
+            if self._dynamic[place]:
+                return f"{self._dynamic[place]} in a formula saved plain ({place})"
+        return ""
+
+
+_EXTERNAL_BOOK = re.compile(r"\[\d+\]")  # [1]Data!A1: another workbook, not a table
+_TOTALS = re.compile(r"\[#Totals\]", re.IGNORECASE)
+
+
+def _unqualified(code: str) -> bool:
+    """Whether a formula (text literals blanked) holds a structured reference without its
+    table's name: a ``[`` outside brackets that follows no name (``[@Qty]``, not ``Sales[Qty]``)."""
+    depth = 0
+    for index, char in enumerate(code):
+        if char == "[":
+            if depth == 0 and (index == 0 or not (code[index - 1].isalnum() or code[index - 1] in "_.'")) \
+                    and not _EXTERNAL_BOOK.match(code, index):
+                return True
+            depth += 1
+        elif char == "]":
+            depth = max(0, depth - 1)
+    return False
+
+
+def _structured_departure(graph: FormulaGraph | None, cell: CellRef) -> str:
+    """The structured reference of the cell's cone Formulon misreads ("" for none): one without
+    its table's name (#NAME?), or a table's totals row (0)."""
+    texts = graph.formulas_in_cone([cell]) if graph is not None else []
+    for text in texts:
+        code = QUOTED.sub('""', text)
+        if _unqualified(code):
+            return "a structured reference without its table's name ([@Column])"
+        if _TOTALS.search(code):
+            return "a structured reference to a table's totals row ([#Totals])"
+    return ""
+
+
+@functools.cache
+def _implemented() -> frozenset[str]:
+    """The functions Formulon computes (its catalog, less those it lists as unavailable)."""
+    import formulon
+
+    catalog = formulon.Workbook
+    names = (catalog.function_name_at(index) for index in range(catalog.function_count()))
+    return frozenset(name.upper() for name in names
+                     if (meta := catalog.function_metadata(name)) is not None and meta.availability == _IMPLEMENTED)
+
+
+def _lacked_calls(formula: str) -> list[str]:
+    """Formulon writes a call that Excel would meet by implicit intersection as ``@NAME(``."""
+    return sorted({call.name.lstrip("@") for call in calls(formula)} - _implemented())
+
+
+def _workbook_lacking(book: Any, sheets: int) -> list[str]:
+    """The functions the workbook's formulas call that Formulon lacks."""
+    lacking: set[str] = set()
+    for sheet in range(sheets):
+        for cell in book.iter_cells(sheet):
+            if cell.formula:
+                lacking.update(_lacked_calls(cell.formula))
+    return sorted(lacking)
+
+
+def _in_cone(analysis: WorkbookAnalysis, lacking: list[str], cell: CellRef) -> list[str]:
+    graph = analysis.graph()
+    return lacking if graph is None else sorted(graph.calls_in_cone([cell], lacking))
+
+
+def _value(value: Any) -> CellResult:
+    """regrade's value of a formulon.Value."""
+    from formulon import ValueKind
+
+    kind = value.kind
+    if kind == ValueKind.BLANK:
+        return None
+    if kind == ValueKind.NUMBER:
+        return value.number
+    if kind == ValueKind.BOOL:
+        return value.boolean
+    if kind == ValueKind.TEXT:
+        return value.text
+    if kind == ValueKind.ERROR and 0 <= value.error_code < len(_ERRORS):
+        return ExcelError(_ERRORS[value.error_code])
+    return CannotEvaluate("engine-error", f"Formulon gave a {kind.name} value regrade cannot represent")

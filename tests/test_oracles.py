@@ -1,0 +1,136 @@
+"""Excel oracles beyond SpreadsheetBench (fixtures/oracles), Formulon, and conformance on any folder.
+
+Every file under fixtures/oracles was saved by Excel, so its cached values are Excel's own:
+each engine's value is checked against them, cell by cell, by `regrade conformance --all-formulas`.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from regrade.audit.conformance import conformance, folder_files
+from regrade.engines.readings import decoded_text
+from regrade.engines.registry import open_engine
+from regrade.grading.policies import get_policy
+from regrade.values import CellRef, ExcelError
+from regrade.workbook.origin import application, saved_by_excel
+from tests.conftest import ROOT, require_engines
+
+ORACLES = ROOT / "fixtures" / "oracles"
+THREE = ("ironcalc", "libreoffice", "formulon")
+
+
+def test_every_oracle_file_says_excel_saved_it():
+    files = sorted(ORACLES.rglob("*.xlsx"))
+    assert len(files) == 223 + 89  # fixtures/oracles/README.md
+    assert all(saved_by_excel(p) for p in files)
+    assert application(ORACLES / "poi" / "FormulaEvalTestData_Copy.xlsx") == ("Microsoft Excel", "15.0300")
+
+
+def _with_app(tmp_path: Path, xml: str | None) -> Path:
+    path = tmp_path / "book.xlsx"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("xl/workbook.xml", "<workbook/>")
+        if xml is not None:
+            archive.writestr("docProps/app.xml", f"<Properties>{xml}</Properties>")
+    return path
+
+
+@pytest.mark.parametrize("xml, excel", [
+    ("<Application>Microsoft Excel</Application><AppVersion>16.0300</AppVersion>", True),
+    ("<Application>Microsoft Macintosh Excel</Application><AppVersion>16.0300</AppVersion>", True),
+    ("<Application>Microsoft Excel Compatible / Openpyxl 3.1.5</Application><AppVersion>3.1</AppVersion>", False),
+    ("<Application>LibreOffice/7.3.7.2$Linux_X86_64</Application><AppVersion>15.0000</AppVersion>", False),
+    ("<Application>Microsoft Excel</Application>", False),  # no Excel build: not known to be Excel
+    (None, False),
+])
+def test_saved_by_excel_reads_the_application_the_file_names(tmp_path, xml, excel):
+    assert saved_by_excel(_with_app(tmp_path, xml)) is excel
+
+
+def test_a_file_openpyxl_wrote_is_not_an_oracle(workbook):
+    assert not saved_by_excel(workbook({"A1": 1, "B1": "=A1*2"}))
+
+
+def test_escaped_characters_of_cached_text_are_decoded():
+    # ECMA-376 Part 1, 22.9.2.19: _xHHHH_ is the character U+HHHH; _x005F_ writes an underscore
+    assert decoded_text("_x0001_") == "\x01"
+    assert decoded_text("a_x000D__x000A_b") == "a\r\nb"
+    assert decoded_text("_x005F_x0001_") == "_x0001_"
+    assert decoded_text("no escape") == "no escape" and decoded_text(3.0) == 3.0
+
+
+def test_formulon_recomputes_a_stale_cache_and_computes_aggregate(workbook):
+    require_engines("formulon")
+    # written by openpyxl: no cache; AGGREGATE(9,6,...) sums ignoring errors: 1 + 2 = 3
+    path = workbook({"A1": 1, "A2": 2, "A3": "=1/0", "B1": "=AGGREGATE(9,6,A1:A3)", "B2": "=A3", "B3": '=EUROCONVERT(1,"DEM","EUR")'})
+    engine = open_engine("formulon")
+    try:
+        values = engine.evaluate(path, [CellRef("Sheet1", 1, 2), CellRef("Sheet1", 2, 2), CellRef("Sheet1", 3, 2)])
+    finally:
+        engine.close()
+    assert values.cells[CellRef("Sheet1", 1, 2)] == 3.0
+    assert values.cells[CellRef("Sheet1", 2, 2)] == ExcelError("#DIV/0!")
+    assert values.cells[CellRef("Sheet1", 3, 2)].rule == "formulon-lacks-function"
+
+
+@pytest.fixture(scope="module")
+def three_engines():
+    require_engines(*THREE)
+    engines = [open_engine(name) for name in THREE]
+    yield engines
+    for engine in engines:
+        engine.close()
+
+
+def test_conformance_on_the_poi_oracles(three_engines):
+    report = conformance(folder_files(ORACLES / "poi"), three_engines, get_policy("spreadsheetbench"), quorum=2)
+    assert report.files.compared == report.files.examined - report.files.without_formulas  # every file Excel's
+    tallies = {t.name: t for t in report.engines}
+    for name, floor in (("ironcalc", 0.97), ("libreoffice", 0.95), ("formulon", 0.98)):  # docs/conformance.md
+        tally = tallies[name]
+        assert tally.agree / (tally.compared - tally.abstain) >= floor, (name, tally)
+    c = report.consensus
+    wrong = c.compared - c.agree - c.abstain - c.disagree
+    assert c.decided_by_one == 0  # quorum 2: no cell is decided by one engine alone
+    assert wrong <= 0.002 * c.compared, [m for m in report.mismatches if m["engine"] == "consensus"][:5]
+    assert (c.abstain + c.disagree) / c.compared < 0.05
+
+
+def test_formulon_s_subtotals_are_mended_where_rows_are_hidden(tmp_path):
+    require_engines("formulon")
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet["A1"] = "v"
+    for row, value in enumerate([1, 2, 4, 8], start=2):
+        sheet.cell(row, 1, value)
+    sheet.auto_filter.ref = "A1:A5"
+    sheet.auto_filter.add_filter_column(0, ["1", "4"])
+    sheet.row_dimensions[3].hidden = sheet.row_dimensions[5].hidden = True  # hidden by the filter
+    for row, value in enumerate([100, 200, 400], start=6):
+        sheet.cell(row, 3, value)
+    sheet.row_dimensions[7].hidden = True  # hidden by hand, outside the filter
+    formulas = {
+        "B1": ("=SUBTOTAL(9,A2:A5)", 5.0),  # 1 + 4: the filter's hidden rows are skipped
+        "B2": ("=SUBTOTAL(109,A2:A5)", 5.0),
+        "B3": ("=SUBTOTAL(9,C6:C8)", 700.0),  # 1-11 count a row hidden by hand: 100 + 200 + 400
+        "B4": ("=SUBTOTAL(109,C6:C8)", 500.0),  # 101-111 skip it: 100 + 400
+        "B5": ("=SUBTOTAL(9,C6:C8,B3)", 700.0),  # B3 is itself a subtotal: not counted
+        "B6": ("=AGGREGATE(9,5,C6:C8)", 500.0),  # option 5 skips hidden rows
+    }
+    for coordinate, (formula, _) in formulas.items():
+        sheet[coordinate] = formula
+    path = tmp_path / "subtotals.xlsx"
+    book.save(path)
+    engine = open_engine("formulon")
+    try:
+        refs = [CellRef("Sheet", row, 2) for row in range(1, 7)]
+        values = engine.evaluate(path, refs)
+    finally:
+        engine.close()
+    assert [values.cells[ref] for ref in refs] == [expected for _, expected in formulas.values()]
