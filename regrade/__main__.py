@@ -1,0 +1,5 @@
+"""python -m regrade: the command line."""
+
+from regrade.cli import main
+
+main()

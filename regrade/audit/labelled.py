@@ -1,0 +1,167 @@
+"""Labelled outputs: agent outputs whose truth is known by construction, made from answer files Excel saved.
+
+From one answer file whose graded formulas carry Excel's cached values, four outputs:
+
+- ``excel``: the answer file itself. Correct, and cached as Excel computed it.
+- ``uncached``: the same, its graded formula cells' cached values removed (as a file
+  openpyxl wrote would be). Correct; a value-only grader fails it.
+- ``changed-stale``: one graded formula (the first written with its text) changed so that its value differs from Excel's
+  (``(F)+1`` where Excel cached a number, ``(F)&"x"`` where it cached text or a boolean)
+  with Excel's old cached value kept. Wrong; a value-only grader passes it.
+- ``changed-uncached``: the same change, its cached value removed. Wrong.
+
+A labelled output is the answer file's bytes with the sheet XML edited in place: every
+other part, and every other cell's cache, is Excel's own. A recomputing grader should call
+the first two correct and the last two wrong; :func:`labelled_score` counts how often it
+does, how often it does not judge, and how often it calls a wrong output right (a false
+recovery).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from regrade.grading.grade import GoldenError, load_golden
+from regrade.grading.policies import Policy, TargetError
+from regrade.values import CellRef, ExcelError
+from regrade.workbook.sheets import sheet_parts
+
+LABELS = {"excel": True, "uncached": True, "changed-stale": False, "changed-uncached": False}  # label: correct?
+
+_CELL = r'<c r="{coordinate}"(?P<attributes>[^>]*?)(?<!/)>(?P<content>.*?)</c>'  # not a self-closing <c .../>
+_VALUE = re.compile(r"<v>.*?</v>|<v/>", re.S)
+_TYPE = re.compile(r'\st="[^"]*"')
+_FORMULA = re.compile(r"<f(?P<attributes>[^>]*)>(?P<text>[^<]+)</f>")  # one with its text: not a shared formula's follower
+
+
+class NotLabellable(ValueError):
+    """An answer file the labelled outputs cannot be made from; the message says why."""
+
+
+@dataclass(frozen=True)
+class Labelled:
+    """The outputs made from one answer file, by label; ``changed`` is the cell edited (None:
+    no graded formula could be changed, so only ``excel`` and ``uncached`` were made)."""
+
+    outputs: dict[str, Path]
+    changed: CellRef | None
+
+
+def make_labelled(answer: Path, position: str, answer_sheet: str | None, policy: Policy, folder: Path,
+                  name: str) -> Labelled:
+    """Write the labelled outputs of ``answer`` to ``folder/<label>/<name>``."""
+    try:
+        golden = load_golden(answer)
+        targets = golden.targets(policy, position, answer_sheet)
+    except (GoldenError, TargetError) as exc:
+        raise NotLabellable(f"its graded cells cannot be read: {exc}") from exc
+    formulas = [t for t in targets if golden.is_formula(t)]
+    if not formulas:
+        raise NotLabellable("no graded cell holds a formula")
+    if all(golden.value(t) is None for t in formulas):
+        raise NotLabellable("its graded formulas hold no cached values: Excel did not save it")
+    with zipfile.ZipFile(answer) as archive:
+        parts = dict(sheet_parts(archive))
+        sheets = {part: archive.read(part).decode("utf-8") for part in {parts[t.sheet] for t in formulas if t.sheet in parts}}
+    changed = next((t for t in formulas if _changeable(sheets[parts[t.sheet]], t, golden.value(t))), None)
+    outputs = {}
+    for label in LABELS:
+        if label.startswith("changed") and changed is None:
+            continue
+        edited = dict(sheets)
+        if label.startswith("changed") and changed is not None:
+            part = parts[changed.sheet]
+            edited[part] = _changed(edited[part], changed, golden.value(changed), keep_cache=label == "changed-stale")
+        if label != "excel" and label != "changed-stale":
+            for ref in formulas:
+                edited[parts[ref.sheet]] = _uncached(edited[parts[ref.sheet]], ref)
+        target = folder / label / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _write(answer, target, {part: text for part, text in edited.items() if text != sheets[part]})
+        outputs[label] = target
+    return Labelled(outputs, changed)
+
+
+def _cell(xml: str, ref: CellRef) -> re.Match[str] | None:
+    return re.search(_CELL.format(coordinate=ref.coordinate), xml, re.S)
+
+
+def _changeable(xml: str, ref: CellRef, cached: object) -> bool:
+    """A formula written with its text (a plain one, an array's, a shared formula's first cell:
+    its followers change with it) whose cached value is a number, text or a boolean."""
+    cell = _cell(xml, ref)
+    return (cell is not None and _FORMULA.search(cell.group("content")) is not None
+            and cached is not None and not isinstance(cached, ExcelError))
+
+
+def _changed(xml: str, ref: CellRef, cached: object, keep_cache: bool) -> str:
+    cell = _cell(xml, ref)
+    assert cell is not None
+    number = isinstance(cached, (int, float)) and not isinstance(cached, bool) or hasattr(cached, "year")
+    change = "({})+1" if number else '({})&"x"'
+    content = _FORMULA.sub(lambda m: f"<f{m.group('attributes')}>{change.format(m.group('text'))}</f>",
+                           cell.group("content"), count=1)
+    attributes = cell.group("attributes")
+    if not keep_cache:
+        content, attributes = _VALUE.sub("", content), _TYPE.sub("", attributes)
+    return xml[:cell.start()] + f'<c r="{ref.coordinate}"{attributes}>{content}</c>' + xml[cell.end():]
+
+
+def _uncached(xml: str, ref: CellRef) -> str:
+    cell = _cell(xml, ref)
+    if cell is None or "<f" not in cell.group("content"):
+        return xml
+    content, attributes = _VALUE.sub("", cell.group("content")), _TYPE.sub("", cell.group("attributes"))
+    return xml[:cell.start()] + f'<c r="{ref.coordinate}"{attributes}>{content}</c>' + xml[cell.end():]
+
+
+def _write(source: Path, target: Path, replaced: dict[str, str]) -> None:
+    """A copy of ``source`` with the parts in ``replaced`` rewritten; every other part byte for byte."""
+    if not replaced:
+        shutil.copyfile(source, target)
+        return
+    with zipfile.ZipFile(source) as original, zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as copy:
+        for info in original.infolist():
+            data = replaced[info.filename].encode("utf-8") if info.filename in replaced else original.read(info)
+            copy.writestr(info, data)
+
+
+@dataclass
+class LabelledScore:
+    """How a grader's full verdicts match the labels: the table of issue 19."""
+
+    cases: int = 0
+    judged: int = 0
+    right: int = 0
+    false_recoveries: int = 0  # a wrong output called right
+    false_failures: int = 0  # a correct output called wrong
+
+    @property
+    def right_pct(self) -> float | None:
+        return round(100 * self.right / self.judged, 1) if self.judged else None
+
+    @property
+    def not_judged_pct(self) -> float | None:
+        return round(100 * (self.cases - self.judged) / self.cases, 1) if self.cases else None
+
+
+def labelled_score(records: list[dict]) -> LabelledScore:
+    """Score rescore records whose ``condition`` is a label (their ``full_pass`` against it)."""
+    score = LabelledScore()
+    for record in records:
+        correct = LABELS[record["condition"]]
+        score.cases += 1
+        if record["full_pass"] is None:
+            continue
+        score.judged += 1
+        if record["full_pass"] == correct:
+            score.right += 1
+        elif correct:
+            score.false_failures += 1
+        else:
+            score.false_recoveries += 1
+    return score

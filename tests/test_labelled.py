@@ -1,0 +1,62 @@
+"""Labelled outputs made from an answer file Excel saved, and how regrade's verdicts score on them."""
+
+from __future__ import annotations
+
+import openpyxl
+import pytest
+
+from regrade.audit.labelled import LABELS, labelled_score, make_labelled
+from regrade.engines.registry import open_engine
+from regrade.grading.policies import get_policy
+from regrade.grading.rescore import rescore_case
+from regrade.grading.verdicts import ARTIFACT, CONFIRMED_FAIL, CONFIRMED_PASS, FALSE_PASS
+from regrade.runs.cases import Case
+from tests.conftest import DEMO, require_engines
+
+POLICY = get_policy("spreadsheetbench")
+ANSWER = DEMO / "dataset" / "spreadsheet" / "59511" / "1_59511_answer.xlsx"  # F2:F6 = ROUNDUP(E/1000,0), Excel's caches
+POSITION = "F2:F6"
+
+
+@pytest.fixture(scope="module")
+def labelled(tmp_path_factory):
+    return make_labelled(ANSWER, POSITION, None, POLICY, tmp_path_factory.mktemp("labelled"), "1_59511_output.xlsx")
+
+
+def _cells(path, data_only):
+    sheet = openpyxl.load_workbook(path, data_only=data_only).active
+    return {row: sheet.cell(row, 6).value for row in range(2, 7)}
+
+
+def test_the_four_outputs_differ_from_excel_s_answer_only_where_their_label_says(labelled):
+    assert set(labelled.outputs) == set(LABELS)
+    assert labelled.outputs["excel"].read_bytes() == ANSWER.read_bytes()
+    excel_values, excel_formulas = _cells(ANSWER, True), _cells(ANSWER, False)
+    assert all(v is not None for v in excel_values.values())
+    assert _cells(labelled.outputs["uncached"], True) == dict.fromkeys(excel_values)  # no cache left
+    assert _cells(labelled.outputs["uncached"], False) == excel_formulas
+    changed = labelled.changed
+    assert changed is not None and changed.coordinate == "F2"
+    stale_formulas = _cells(labelled.outputs["changed-stale"], False)
+    assert stale_formulas[2] == f"=({excel_formulas[2][1:]})+1"  # the number Excel cached, plus one
+    assert _cells(labelled.outputs["changed-stale"], True) == excel_values  # Excel's old caches kept
+    assert _cells(labelled.outputs["changed-uncached"], False) == stale_formulas
+    assert _cells(labelled.outputs["changed-uncached"], True) == dict.fromkeys(excel_values)
+
+
+def test_a_recomputing_grade_gets_every_label_right(labelled):
+    require_engines("ironcalc")
+    engine = open_engine("ironcalc")
+    try:
+        records = []
+        for label, output in labelled.outputs.items():
+            case = Case(condition=label, task_id="59511", case=1, output_path=output, answer_path=ANSWER,
+                        answer_position=POSITION)
+            result = rescore_case(case, POLICY, open_engine("cached"), [engine])
+            records.append({"condition": label, "full_pass": result.full_pass, "verdict": result.verdict})
+    finally:
+        engine.close()
+    assert {r["condition"]: r["verdict"] for r in records} == {
+        "excel": CONFIRMED_PASS, "uncached": ARTIFACT, "changed-stale": FALSE_PASS, "changed-uncached": CONFIRMED_FAIL}
+    score = labelled_score(records)
+    assert (score.cases, score.judged, score.right, score.false_recoveries) == (4, 4, 4, 0)
