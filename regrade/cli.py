@@ -303,6 +303,9 @@ def run_rescore(cases: list[Case], settings: RescoreSettings, workers: int, cach
     write_jsonl(output, [record, *records])
     partial.unlink(missing_ok=True)
     click.echo(f"wrote {len(records)} cases to {output}", err=True)
+    if len(settings.engines) > 1:
+        alone = sum(r.get("decided_by_one", 0) for r in records)
+        click.echo(f"quorum {settings.quorum}: {alone} graded cells were decided by one engine alone", err=True)
     return records
 
 

@@ -291,8 +291,8 @@ def kinds() -> list[Kind]:
         k("missing", "missing.xlsx", lambda path: None, "missing-output", "no file at all"),
         # parsed: the bad part is rejected by the readers
         k("malformed-sheet-xml", "malformed.xlsx", _write(package([("Sheet1", worksheet(cell_rows(ANSWER)).replace("</row>", ""))])),
-          "artifact", "an unclosed element: openpyxl refuses the file, LibreOffice reads the answer in it (Excel "
-          "offers to repair such a file)", "read"),
+          "unreadable-output", "an unclosed element: openpyxl, IronCalc and Formulon refuse the file; LibreOffice "
+          "alone reads the answer in it (Excel offers to repair such a file), below the quorum of two", "read"),
         k("invalid-xml-characters", "badchars.xlsx",
           _write(answer_book('<c r="B2" t="s"><v>0</v></c>', shared=["bad\x01\x02text"])),
           "artifact", "control characters XML forbids, in the shared strings: openpyxl refuses the file, "

@@ -134,3 +134,20 @@ def test_formulon_s_subtotals_are_mended_where_rows_are_hidden(tmp_path):
     finally:
         engine.close()
     assert [values.cells[ref] for ref in refs] == [expected for _, expected in formulas.values()]
+
+
+def test_a_formulon_module_in_this_process_leaves_a_worker_its_memory(workbook):
+    require_engines("formulon", "formulas")
+    from regrade.engines.registry import get_engine
+
+    path = workbook({"A1": 1, "B1": "=A1*2"})
+    b1 = CellRef("Sheet1", 1, 2)
+    in_process = get_engine("formulon")  # its module reserves 4 GiB of address space in this process
+    assert in_process.evaluate(path, [b1]).cells[b1] == 2.0
+    # forked from this process, the limit counted on top of what it inherits; counted from zero,
+    # the formulas worker could not even import a module (failed to map segment)
+    worker = open_engine("formulas")
+    try:
+        assert worker.evaluate(path, [b1]).cells[b1] == 2.0
+    finally:
+        worker.close()

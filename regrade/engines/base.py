@@ -22,7 +22,8 @@ class EngineSettings:
     """How an engine is opened; recorded in provenance and part of the results-cache key.
 
     ``timeout_s`` and ``memory_mb`` limit everything done for one workbook (screening,
-    analysis, the engine, the rules). ``as_grader``: the engine stands for a value-only
+    analysis, the engine, the rules); ``memory_mb`` is address space beyond what the worker
+    inherits from the process that forked it (:func:`regrade.engines.isolation.inherited_address_space`). ``as_grader``: the engine stands for a value-only
     grader's recalculation and keeps that grader's blind spots (no mending of totals).
     ``bridge_work``: how many formula-cell evaluations IronCalc's bridge may add for one
     workbook before it bridges only the functions IronCalc lacks (a count, never a clock).

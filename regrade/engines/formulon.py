@@ -13,14 +13,18 @@ of :mod:`regrade.engines.rules`):
   ``WEBSERVICE``, ``CUBE*`` ...), comes back as ``#NAME?``: a target whose own formula calls
   one abstains whatever its value, and an erroring target abstains when its cone calls one
   (``formulon-lacks-function``);
-- a formula saved plain (without array metadata, as openpyxl writes one) is evaluated the
-  legacy way, as Excel does, but Formulon also meets by implicit intersection an array
-  passed to a parameter that takes one there (``LOOKUP(2,1/(A1:A3="a"),B1:B3)``,
-  ``AGGREGATE(14,6,B1:B3/(A1:A3="a"),1)``, ``COUNTIFS(A1:A6,{"x","y*"})``, ``XMATCH({"c","a"},A1:A3)``):
-  a cell whose cone holds one abstains (``formulon-legacy-array-argument``); and it gives
-  ``#CALC!`` or ``#VALUE!`` for a dynamic-array function (FILTER, UNIQUE ...) in such a
-  formula, where Excel shows the first value: an erroring cell whose cone holds one abstains
-  (``formulon-plain-dynamic-array``);
+- a formula saved plain (without array metadata, as openpyxl writes one, and as Excel writes
+  a legacy formula) is evaluated the legacy way, as Excel does, but Formulon also meets by
+  implicit intersection an array passed to a parameter that takes one there
+  (``LOOKUP(2,1/(A1:A3="a"),B1:B3)``, ``INDEX(A1:C1<>0,)``, ``AGGREGATE(14,6,B1:B3/(A1:A3="a"),1)``,
+  ``COUNTIFS(A1:A6,{"x","y*"})``, ``XMATCH({"c","a"},A1:A3)``): a cell whose cone holds one
+  abstains (``formulon-legacy-array-argument``); and it gives ``#CALC!`` or ``#VALUE!`` for a
+  dynamic-array function (FILTER, UNIQUE ...) in such a formula, where Excel shows the first
+  value: an erroring cell whose cone holds one abstains (``formulon-plain-dynamic-array``);
+- it departs as LibreOffice does on TEXTJOIN with ignore_empty written as nothing, OFFSET over
+  an array of offsets and VLOOKUP/HLOOKUP of an array of columns (``formulon-textjoin-empty-flag``,
+  ``formulon-offset-array``, ``formulon-lookup-column-array``); these rows of
+  :data:`_DEPARTURES` are applied by :mod:`regrade.engines.departures`;
 - a structured reference without its table's name (``[@Qty]``, ``#NAME?`` in Formulon) or to
   a table's totals row (``Stock[[#Totals],[Units]]``, 0 in Formulon) in the cone abstains
   (``formulon-structured-reference``);
@@ -35,21 +39,24 @@ The WebAssembly module is compiled once per worker (:meth:`FormulonEngine.start`
 2 s), outside any workbook's limit. The module reserves 4 GiB of address space for its
 linear memory up front (wasm32's whole range, plus a guard region) without using it; that
 reservation is added to the worker's address-space limit (:attr:`reserved_mb`), and the
-workbook's own memory is bounded by the 4 GiB a wasm32 module can address.
+workbook's own memory is bounded by the 4 GiB a wasm32 module can address. A module used in
+the calling process itself (``get_engine("formulon").evaluate``) holds that reservation there;
+workers forked later count their limit on top of it.
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from typing import Any, ClassVar, Sequence
+from typing import Any, Callable, ClassVar, Sequence
 
+from regrade.engines.departures import Departure, abstain_on_departures
 from regrade.engines.pipeline import PythonPackageEngine
 from regrade.engines.rules import abstention
 from regrade.engines.totals import TotalsDefects, mend_totals
 from regrade.values import CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues
 from regrade.workbook.analysis import WorkbookAnalysis
-from regrade.workbook.calls import QUOTED, array_constant, array_from_ranges, calls
+from regrade.workbook.calls import QUOTED, Call, array_constant, array_expression, calls
 from regrade.workbook.cones import Area, FormulaGraph
 from regrade.workbook.sheets import mentions, resolve_sheet
 
@@ -96,7 +103,6 @@ class FormulonEngine(PythonPackageEngine):
         names = [book.sheet_name(index) for index in range(book.sheet_count())]
         result = WorkbookValues(sheet_names=names)
         lacking = functools.cache(lambda: _workbook_lacking(book, len(names)))
-        legacy = _PlainArrays.of(analysis.graph())
         tables = bool(mentions(analysis.path, (b"<tableParts",)))
         for ref in cells:
             sheet = resolve_sheet(ref.sheet, names)
@@ -116,14 +122,10 @@ class FormulonEngine(PythonPackageEngine):
                                        f"{value.code} from a formula that calls {', '.join(reached)}, which Formulon lacks")
                 elif tables and (found := _structured_departure(analysis.graph(), cell)):
                     value = abstention("formulon-structured-reference", found)
-                elif legacy is not None and (found := legacy.array_argument(cell)):
-                    value = abstention("formulon-legacy-array-argument", found)
-                elif legacy is not None and isinstance(value, ExcelError) and (found := legacy.dynamic_call(cell)):
-                    value = abstention("formulon-plain-dynamic-array", f"{value.code} from {found}")
             result.cells[ref] = value
         if (graph := analysis.graph()) is not None and any(r.hidden or r.filtered for r in graph.hidden_rows.values()):
             mend_totals(graph, result, functools.partial(_read_area, book, names, graph), _DEFECTS)
-        return result
+        return abstain_on_departures(analysis, result, _DEPARTURES)
 
 
 # Formulon skips every hidden row in SUBTOTAL 1-11 (Excel: only those a filter hides) and
@@ -140,70 +142,51 @@ def _read_area(book: Any, names: list[str], graph: FormulaGraph, area: Area) -> 
             for row in range(area.min_row, min(area.max_row, last_row) + 1)]
 
 
-# Parameters that take an array in a formula saved plain (legacy evaluation, no implicit
-# intersection there): LOOKUP's vectors, AGGREGATE 14-19's array, XMATCH's and XLOOKUP's
-# lookup value; and the criteria of the *IF(S) functions, which lift over an array constant.
-_ARRAY_PARAMETERS = {"LOOKUP": (1, 2), "XMATCH": (0,), "XLOOKUP": (0,)}
+# Parameters that take an array in a formula saved plain (Excel's legacy evaluation does not
+# intersect them): LOOKUP's vectors, INDEX's array and AGGREGATE 14-19's array, computed from
+# ranges (Formulon computes an array constant there); XMATCH's and XLOOKUP's lookup value,
+# computed or constant; and the criteria of the *IF(S) functions, which lift over an array
+# constant. Formulon intersects them (fixtures/probes, fixtures/rules).
+_COMPUTED_ARRAY_PARAMETERS = {"LOOKUP": (1, 2), "INDEX": (0,)}
+_ANY_ARRAY_PARAMETERS = {"XMATCH": (0,), "XLOOKUP": (0,)}
 _CRITERIA = {"COUNTIF": (1,), "SUMIF": (1,), "AVERAGEIF": (1,), "COUNTIFS": tuple(range(1, 254, 2)),
              "SUMIFS": tuple(range(2, 254, 2)), "AVERAGEIFS": tuple(range(2, 254, 2)),
              "MAXIFS": tuple(range(2, 254, 2)), "MINIFS": tuple(range(2, 254, 2))}
-_DYNAMIC_ARRAY_FUNCTIONS = frozenset({
-    "FILTER", "SORT", "SORTBY", "UNIQUE", "SEQUENCE", "RANDARRAY", "TEXTSPLIT", "VSTACK", "HSTACK", "TOCOL",
-    "TOROW", "WRAPROWS", "WRAPCOLS", "TAKE", "DROP", "CHOOSEROWS", "CHOOSECOLS", "EXPAND"})
+_DYNAMIC_ARRAY_FUNCTIONS = ("FILTER", "SORT", "SORTBY", "UNIQUE", "SEQUENCE", "RANDARRAY", "TEXTSPLIT", "VSTACK",
+                            "HSTACK", "TOCOL", "TOROW", "WRAPROWS", "WRAPCOLS", "TAKE", "DROP", "CHOOSEROWS",
+                            "CHOOSECOLS", "EXPAND")
 
 
-def legacy_array_argument(formula: str) -> str:
-    """How ``formula``, saved plain, passes an array to a parameter that takes one ("" if it does not)."""
-    for call in calls(formula):
-        args = call.args
-        indexes = _ARRAY_PARAMETERS.get(call.name, ())
-        if call.name == "AGGREGATE" and args and args[0].strip() in {str(n) for n in range(14, 20)}:
-            indexes = (2,)
-        if any(i < len(args) and (array_from_ranges(args[i]) or array_constant(args[i])) for i in indexes):
-            return f"{call.name} of an array computed in a formula saved plain"
-        if any(i < len(args) and array_constant(args[i]) for i in _CRITERIA.get(call.name, ())):
-            return f"{call.name} of an array of criteria in a formula saved plain"
-    return ""
+def _passes_an_array(indexes: tuple[int, ...], constants: bool) -> Callable[[Call], bool]:
+    return lambda call: any(i < len(call.args) and (array_expression(call.args[i])
+                                                    or (constants and array_constant(call.args[i]))) for i in indexes)
 
 
-class _PlainArrays:
-    """The plain formulas (saved without array metadata) of a workbook's cones where Formulon
-    departs from Excel: arrays passed to parameters that take them, and dynamic-array calls."""
+def _aggregate_array(call: Call) -> bool:
+    return bool(call.args) and call.args[0].strip() in {str(n) for n in range(14, 20)} \
+        and _passes_an_array((2,), constants=False)(call)
 
-    def __init__(self, graph: FormulaGraph):
-        self.graph = graph
-        self._argument: dict[CellRef, str] = {}
-        self._dynamic: dict[CellRef, str] = {}
 
-    @classmethod
-    def of(cls, graph: FormulaGraph | None) -> _PlainArrays | None:
-        """None when no formula of the workbook calls a function concerned (or it cannot be traced)."""
-        concerned = {*_ARRAY_PARAMETERS, "AGGREGATE", *_CRITERIA, *_DYNAMIC_ARRAY_FUNCTIONS}
-        if graph is None or not concerned & graph.all_functions():
-            return None
-        return cls(graph)
+def _criteria_array(indexes: tuple[int, ...]) -> Callable[[Call], bool]:
+    return lambda call: any(i < len(call.args) and array_constant(call.args[i]) for i in indexes)
 
-    def _plain(self, cell: CellRef) -> str | None:
-        value = self.graph.book[cell.sheet].cell(cell.row, cell.column).value  # an array formula is no str
-        return value if isinstance(value, str) else None
 
-    def array_argument(self, cell: CellRef) -> str:
-        for place in self.graph.cells_in_cone([cell]):
-            if place not in self._argument:
-                self._argument[place] = legacy_array_argument(text) if (text := self._plain(place)) else ""
-            if self._argument[place]:
-                return f"{self._argument[place]} ({place})"
-        return ""
-
-    def dynamic_call(self, cell: CellRef) -> str:
-        for place in self.graph.cells_in_cone([cell]):
-            if place not in self._dynamic:
-                text = self._plain(place)
-                called = sorted({c.name for c in calls(text)} & _DYNAMIC_ARRAY_FUNCTIONS) if text else []
-                self._dynamic[place] = ", ".join(called)
-            if self._dynamic[place]:
-                return f"{self._dynamic[place]} in a formula saved plain ({place})"
-        return ""
+_DEPARTURES = (
+    *(Departure(name, _passes_an_array(indexes, constants=False), "formulon-legacy-array-argument", plain_only=True)
+      for name, indexes in _COMPUTED_ARRAY_PARAMETERS.items()),
+    *(Departure(name, _passes_an_array(indexes, constants=True), "formulon-legacy-array-argument", plain_only=True)
+      for name, indexes in _ANY_ARRAY_PARAMETERS.items()),
+    Departure("AGGREGATE", _aggregate_array, "formulon-legacy-array-argument", plain_only=True),
+    *(Departure(name, _criteria_array(indexes), "formulon-legacy-array-argument", plain_only=True)
+      for name, indexes in _CRITERIA.items()),
+    *(Departure(name, lambda call: True, "formulon-plain-dynamic-array", on_any_error=True, plain_only=True)
+      for name in _DYNAMIC_ARRAY_FUNCTIONS),
+    # shared with LibreOffice (regrade.engines.libreoffice): seen on the rules' probes
+    Departure("TEXTJOIN", lambda call: len(call.args) >= 2 and call.args[1] == "", "formulon-textjoin-empty-flag"),
+    Departure("OFFSET", lambda call: any(arg.startswith("{") for arg in call.args[1:]), "formulon-offset-array"),
+    *(Departure(name, lambda call: len(call.args) >= 3 and call.args[2].startswith("{"), "formulon-lookup-column-array")
+      for name in ("VLOOKUP", "HLOOKUP")),
+)
 
 
 _EXTERNAL_BOOK = re.compile(r"\[\d+\]")  # [1]Data!A1: another workbook, not a table

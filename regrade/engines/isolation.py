@@ -156,6 +156,18 @@ def _death(engine: str, exitcode: int | None, memory_mb: int | None) -> Workbook
     return WorkbookFailure("crashed", f"{engine} worker exited with status {exitcode} before answering")
 
 
+def inherited_address_space() -> int:
+    """The bytes of address space this process holds now: what a forked worker inherits from its
+    parent (Python, the engines' libraries, and whatever the parent mapped: a Formulon module
+    evaluated in the parent reserves 4 GiB). The memory limit is counted on top of it, so a
+    workbook gets ``memory_mb`` of its own whatever the parent holds. 0 where /proc is absent."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as statm:
+            return int(statm.read().split()[0]) * resource.getpagesize()
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 def _serve(engine: Engine, memory_mb: int | None, connection: Connection, parents_end: Connection) -> None:
     """The worker: evaluate each workbook sent until the parent goes away."""
     parents_end.close()  # so that the parent's death reads as the end of the requests
@@ -168,7 +180,7 @@ def _serve(engine: Engine, memory_mb: int | None, connection: Connection, parent
     sys.stdout = sys.stderr = open(os.devnull, "w")  # Python-level writes may not go through fd 1 and 2
     out_of_memory = WorkbookFailure("memory-limit", f"{engine.name} needed more than {memory_mb} MB")  # made before the limit
     if memory_mb:
-        limit = (memory_mb + engine.reserved_mb) * 1024 * 1024
+        limit = inherited_address_space() + (memory_mb + engine.reserved_mb) * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     try:
         engine.start()

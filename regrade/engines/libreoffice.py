@@ -39,22 +39,21 @@ import signal
 import subprocess
 import tempfile
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 
 from regrade.engines.base import DEFAULT_MEMORY_MB, EngineSettings
+from regrade.engines.departures import Departure, abstain_on_departures
 from regrade.engines.isolation import die_with_parent
 from regrade.engines.libreoffice_files import kill_office_processes, office_environment, remove_office_files
 from regrade.engines.libreoffice_rewrites import libreoffice_rewrites
 from regrade.engines.pipeline import ComputingEngine
 from regrade.engines.readings import unknown_functions
-from regrade.engines.rules import BY_ID, abstention
+from regrade.engines.rules import abstention
 from regrade.engines.tools import version_output
 from regrade.values import EXCEL_ERROR_CODES, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues
 from regrade.workbook.analysis import WorkbookAnalysis
-from regrade.workbook.calls import QUOTED, READS_TEXT_AS_DATE, TAKES_A_DATE, Call, calls, reads_a_date_from_text
-from regrade.workbook.sheets import formula_texts, resolve_sheet
+from regrade.workbook.calls import QUOTED, READS_TEXT_AS_DATE, TAKES_A_DATE, Call, reads_a_date_from_text
 
 SYSTEM_PYTHON = "/usr/bin/python3"
 WORKER = Path(__file__).with_name("libreoffice_worker.py")
@@ -146,7 +145,7 @@ class LibreOfficeEngine(ComputingEngine):
             return WorkbookValues(failure=WorkbookFailure("timeout", f"LibreOffice took longer than {self.timeout_s:g} s"))
         if not reply.get("ok"):
             return WorkbookValues(failure=WorkbookFailure(reply.get("reason", "crashed"), reply.get("detail", "")))
-        return _abstain_on_departures(analysis, _values(reply, cells))
+        return abstain_on_departures(analysis, _values(reply, cells), _DEPARTURES)
 
     def _ensure_helper(self) -> subprocess.Popen:
         if self._helper is not None and self._helper.poll() is None:
@@ -198,17 +197,6 @@ _STORED_BOOLEANS = ("=TRUE()", "=FALSE()")
 _OPERATOR_OR_CALL = re.compile(r"[-+*/^&=<>(){]")
 
 
-@dataclass(frozen=True)
-class _Departure:
-    """A way of calling a function where LibreOffice departs from Excel and regrade cannot
-    mend it; ``rule`` is its row in :mod:`regrade.engines.rules`, which says why and where seen."""
-
-    function: str
-    departs: Callable[[Call], bool]
-    rule: str
-    only_on: ExcelError | None = None  # a cell abstains only when LibreOffice's value is this error
-
-
 _VALUE = ExcelError("#VALUE!")
 
 
@@ -219,44 +207,17 @@ def _approximate_match_over_computed_array(call: Call) -> bool:
 
 
 _DEPARTURES = (
-    _Departure("MATCH", _approximate_match_over_computed_array, "libreoffice-approximate-match"),
-    _Departure("TEXTJOIN", lambda call: len(call.args) >= 2 and call.args[1] == "", "libreoffice-textjoin-empty-flag"),
+    Departure("MATCH", _approximate_match_over_computed_array, "libreoffice-approximate-match"),
+    Departure("TEXTJOIN", lambda call: len(call.args) >= 2 and call.args[1] == "", "libreoffice-textjoin-empty-flag"),
     # where LibreOffice reads the text, it reads it as Excel does (task 55392: "1-JAN"&year)
-    *(_Departure(name, reads_a_date_from_text, "libreoffice-date-text", only_on=_VALUE)
+    *(Departure(name, reads_a_date_from_text, "libreoffice-date-text", only_on=_VALUE)
       for name in TAKES_A_DATE + READS_TEXT_AS_DATE),
-    _Departure("FILTERXML", lambda call: True, "libreoffice-filterxml"),
-    _Departure("OFFSET", lambda call: any(arg.startswith("{") for arg in call.args[1:]), "libreoffice-offset-array"),
-    *(_Departure(name, lambda call: len(call.args) >= 3 and call.args[2].startswith("{"), "libreoffice-lookup-column-array")
+    Departure("FILTERXML", lambda call: True, "libreoffice-filterxml"),
+    Departure("OFFSET", lambda call: any(arg.startswith("{") for arg in call.args[1:]), "libreoffice-offset-array"),
+    *(Departure(name, lambda call: len(call.args) >= 3 and call.args[2].startswith("{"), "libreoffice-lookup-column-array")
       for name in ("VLOOKUP", "HLOOKUP")),
-    *(_Departure(name, lambda call: True, "libreoffice-small-large-k", only_on=_VALUE) for name in ("SMALL", "LARGE")),
+    *(Departure(name, lambda call: True, "libreoffice-small-large-k", only_on=_VALUE) for name in ("SMALL", "LARGE")),
 )
-
-
-def _abstain_on_departures(analysis: WorkbookAnalysis, values: WorkbookValues) -> WorkbookValues:
-    """A graded cell with one of :data:`_DEPARTURES` in its dependency cone abstains. A look
-    at the formula texts of the sheet XML first keeps the formula graph off the common path."""
-    if values.failure is not None or not values.formulas:
-        return values
-    errors = {v for v in values.cells.values() if isinstance(v, ExcelError)}
-    possible = [d for d in _DEPARTURES if d.only_on is None or d.only_on in errors]
-    texts = formula_texts(analysis.path, tuple(f"{d.function}(" for d in possible)) if possible else []
-    present = [d for d in possible if any(_departure(d, text) for text in texts)]
-    graph = analysis.graph() if present else None
-    if graph is None:
-        return values
-    for ref in values.formulas:
-        sheet = resolve_sheet(ref.sheet, graph.sheets)
-        relevant = [d for d in present if d.only_on is None or d.only_on == values.cells.get(ref)]
-        cone = graph.formulas_in_cone([CellRef(sheet, ref.row, ref.column)]) if sheet is not None and relevant else []
-        found = next((d for d in relevant for text in cone if _departure(d, text)), None)
-        if found is not None:
-            values.cells[ref] = abstention(found.rule, f"{found.function}: {BY_ID[found.rule].why}")
-    return values
-
-
-def _departure(departure: _Departure, formula: str) -> bool:
-    return departure.function in formula.upper() and any(
-        call.name == departure.function and departure.departs(call) for call in calls(formula))
 
 
 def _values(reply: dict, cells: Sequence[CellRef]) -> WorkbookValues:

@@ -133,13 +133,27 @@ RULES: tuple[Rule, ...] = (
           "or the connection, computes it",
           (ITS_PROBE, "formulon.Workbook.function_metadata: availability")),
     _rule("formulon-legacy-array-argument", ("formulon",), "engine-departure",
-          "a formula of the cone saved plain (no array metadata) passes an array computed from ranges, or an "
-          "array constant, to a parameter that takes an array: LOOKUP's vectors, AGGREGATE 14-19's array, "
-          "XMATCH's or XLOOKUP's lookup value, a criteria argument of COUNTIF(S), SUMIF(S), AVERAGEIF(S), MAXIFS, MINIFS",
+          "a formula of the cone saved plain (no array metadata) passes an array computed from ranges to "
+          "LOOKUP's vectors, INDEX's array or AGGREGATE 14-19's array; a computed or constant array as XMATCH's or "
+          "XLOOKUP's lookup value; or an array constant as a criteria argument of COUNTIF(S), SUMIF(S), "
+          "AVERAGEIF(S), MAXIFS, MINIFS",
           "Excel evaluates a plain formula the legacy way, where these parameters take the whole array "
           "(LOOKUP(2,1/(A1:A3=\"a\"),B1:B3) is the last match); Formulon meets the array by implicit intersection",
           (ITS_PROBE, "fixtures/probes: lookup-last-match, aggregate-array-large, criteria-countifs-array-constant",
            "https://support.microsoft.com/office/implicit-intersection-operator-ce3be07b-0101-4450-a24e-c1c999be2b34")),
+    _rule("formulon-textjoin-empty-flag", ("formulon",), "engine-departure",
+          "a formula of the cone calls TEXTJOIN with ignore_empty written as nothing (TEXTJOIN(\",\",,A1:A3))",
+          "Excel ignores the empty cells there; Formulon keeps them, as LibreOffice does (libreoffice-textjoin-empty-flag)",
+          (ITS_PROBE, "SpreadsheetBench 44389")),
+    _rule("formulon-offset-array", ("formulon",), "engine-departure",
+          "a formula of the cone calls OFFSET with an array constant of offsets or sizes",
+          "Excel returns one reference per element; Formulon gives #VALUE!, as LibreOffice does (libreoffice-offset-array)",
+          (ITS_PROBE,)),
+    _rule("formulon-lookup-column-array", ("formulon",), "engine-departure",
+          "a formula of the cone calls VLOOKUP or HLOOKUP with an array constant of column or row numbers",
+          "Excel returns one value per column; Formulon gives #VALUE!, as LibreOffice does "
+          "(libreoffice-lookup-column-array)",
+          (ITS_PROBE,)),
     _rule("formulon-structured-reference", ("formulon",), "engine-departure",
           "a formula of the cone holds a structured reference without its table's name ([@Qty]) or to a "
           "table's totals row (Stock[[#Totals],[Units]])",

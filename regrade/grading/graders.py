@@ -35,6 +35,7 @@ from regrade.engines.base import DEFAULT_TIMEOUT_S
 from regrade.engines.registry import default_full_engines, open_engine
 from regrade.grading.policies import get_policy
 from regrade.grading.grade import grade_case
+from regrade.grading.consensus import default_quorum
 from regrade.grading.rescore import rescore_case
 from regrade.runs.cases import Case
 
@@ -93,7 +94,8 @@ class RegradeGrader:
     _opened: list[Any] = field(default_factory=list, repr=False)
 
     def settings(self) -> dict[str, Any]:
-        return {"policy": self.policy, "engines": self.engine_names(), "timeout_s": self.timeout_s}
+        return {"policy": self.policy, "engines": self.engine_names(), "timeout_s": self.timeout_s,
+                "quorum": default_quorum(len(self.engine_names()))}
 
     def engine_names(self) -> list[str]:
         return self.engines or default_full_engines()
@@ -102,7 +104,7 @@ class RegradeGrader:
         if not self._opened:
             self._opened = [open_engine(name, self.timeout_s) for name in self.engine_names()]
         result = rescore_case(_case(output, answer, position, answer_sheet), get_policy(self.policy),
-                              CachedEngine(), self._opened)
+                              CachedEngine(), self._opened, default_quorum(len(self._opened)))
         return result.full_pass is True
 
 

@@ -4,7 +4,9 @@ The summary is the one the Regression Tax study reports: of the value-only
 failures whose answer cells hold formulas, how many were already correct
 (``artifact``), genuinely wrong (``confirmed-fail``), or could not be evaluated;
 with the engine disagreements, the invalid goldens, and the passes that were
-wrong (``false-pass``). Overall and per (stack, benchmark, condition).
+wrong (``false-pass``). Overall and per (stack, benchmark, condition), with the graded cells
+that one engine decided alone (``decided_by_one``: the others abstained; none at quorum 2).
+A results file from before the quorum has no such count: the column is empty there.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from typing import Iterable
 from regrade.grading.verdicts import ARTIFACT, CONFIRMED_FAIL, ENGINES_DISAGREE, FALSE_PASS, INVALID_GOLDEN, UNEVALUABLE
 
 SUMMARY_COLUMNS = ["stack", "benchmark", "condition", "cases", "failures", "formula_failures", "already_correct",
-                   "genuinely_wrong", "unevaluable", "engines_disagree", "invalid_golden", "false_pass"]
+                   "genuinely_wrong", "unevaluable", "engines_disagree", "invalid_golden", "false_pass",
+                   "decided_by_one"]
 CELL_COLUMNS = ["stack", "benchmark", "condition", "task_id", "case", "cell", "formula", "shallow", "engines", "golden",
                 "reason"]
 ALL = "(all)"
@@ -49,6 +52,8 @@ def _row(key: tuple[str, str, str], records: list[dict]) -> dict:
         "engines_disagree": count(ENGINES_DISAGREE),
         "invalid_golden": count(INVALID_GOLDEN),
         "false_pass": sum(r["verdict"] == FALSE_PASS for r in records),
+        "decided_by_one": (sum(r["decided_by_one"] for r in records)
+                           if all("decided_by_one" in r for r in records) else None),
     }
 
 
@@ -57,7 +62,8 @@ def sentence(row: dict) -> str:
     return (f"Of {row['formula_failures']} formula-bearing failures ({row['failures']} failures in {row['cases']} cases), "
             f"{row['already_correct']} were already correct, {row['genuinely_wrong']} genuinely wrong, "
             f"{row['unevaluable']} unevaluable, {row['engines_disagree']} split the engines and "
-            f"{row['invalid_golden']} had a golden that cannot judge; {row['false_pass']} passes were wrong.")
+            f"{row['invalid_golden']} had a golden that cannot judge; {row['false_pass']} passes were wrong."
+            + ("" if row["decided_by_one"] is None else f" {row['decided_by_one']} graded cells were decided by one engine alone."))
 
 
 def differing_cells(records: Iterable[dict]) -> list[dict]:

@@ -29,6 +29,19 @@ def array_from_ranges(argument: str) -> bool:
     return bool(_MULTI_CELL.search(code) and _OPERATOR.search(code) and not _CALL.search(code))
 
 
+_STRUCTURED = re.compile(r"[A-Za-z_][\w.]*\[")  # Table1[Qty], Table1[]: a table's columns
+_REFERENCE = re.compile(r'(?:(?:""|[\w.]+)!)?\$?[A-Za-z]{0,3}\$?\d*(?::\$?[A-Za-z]{0,3}\$?\d*)?')  # '..'! blanked to ""
+
+
+def array_expression(argument: str) -> bool:
+    """Whether an argument computes something from multi-cell ranges or table columns rather
+    than being one reference: ``1/(A1:A3="a")``, ``ISNUMBER(K3:K6)``, ``ROW(Table1[])/10^6``."""
+    code = QUOTED.sub('""', argument).strip()
+    if not (_MULTI_CELL.search(code) or _STRUCTURED.search(code)):
+        return False
+    return not _REFERENCE.fullmatch(code) and not (_STRUCTURED.match(code) and code.endswith("]") and "(" not in code)
+
+
 def array_constant(argument: str) -> bool:
     """Whether an argument holds an array constant (``{"a","b"}``)."""
     return "{" in QUOTED.sub('""', argument)

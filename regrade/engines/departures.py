@@ -1,0 +1,81 @@
+"""Ways of calling a function where an engine departs from Excel, as data, and the abstentions they make.
+
+An engine lists its :class:`Departure` rows (LibreOffice's in :mod:`regrade.engines.libreoffice`,
+Formulon's in :mod:`regrade.engines.formulon`); :func:`abstain_on_departures` makes a graded
+cell abstain, by the row's rule, when a formula of its dependency cone calls the function in
+that way. A look at the formula texts of the sheet XML first keeps the formula graph off the
+common path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from regrade.engines.rules import BY_ID, abstention
+from regrade.values import CellRef, CellResult, ExcelError, WorkbookValues
+from regrade.workbook.analysis import WorkbookAnalysis
+from regrade.workbook.calls import Call, calls
+from regrade.workbook.cones import FormulaGraph
+from regrade.workbook.sheets import formula_texts, resolve_sheet
+
+
+@dataclass(frozen=True)
+class Departure:
+    """``function`` called so that ``departs(call)``: the engine's value is not Excel's. ``rule``
+    is its row in :mod:`regrade.engines.rules`, which says why and where it was seen."""
+
+    function: str
+    departs: Callable[[Call], bool]
+    rule: str
+    only_on: ExcelError | None = None  # a cell abstains only when the engine's value is this error
+    on_any_error: bool = False  # ... only when the engine's value is an error
+    plain_only: bool = False  # only in a formula saved plain (without array metadata, as openpyxl writes it)
+
+    def concerns(self, value: CellResult) -> bool:
+        """Whether the rule may fire on a cell with this value."""
+        if self.only_on is not None:
+            return value == self.only_on
+        return isinstance(value, ExcelError) if self.on_any_error else True
+
+
+def abstain_on_departures(analysis: WorkbookAnalysis, values: WorkbookValues,
+                          departures: Sequence[Departure]) -> WorkbookValues:
+    """A graded formula cell with one of ``departures`` in its dependency cone abstains."""
+    if values.failure is not None or not values.formulas:
+        return values
+    possible = [d for d in departures if any(d.concerns(values.cells.get(ref)) for ref in values.formulas)]
+    texts = formula_texts(analysis.path, tuple(f"{d.function}(" for d in possible)) if possible else []
+    present = [d for d in possible if any(_calls_so(d, text) for text in texts)]
+    graph = analysis.graph() if present else None
+    if graph is None:
+        return values
+    for ref in values.formulas:
+        sheet = resolve_sheet(ref.sheet, graph.sheets)
+        relevant = [d for d in present if d.concerns(values.cells.get(ref))]
+        if sheet is None or not relevant:
+            continue
+        found = _first_in_cone(graph, CellRef(sheet, ref.row, ref.column), relevant)
+        if found is not None:
+            departure, place = found
+            values.cells[ref] = abstention(departure.rule, f"{departure.function} at {place}: {BY_ID[departure.rule].why}")
+    return values
+
+
+def _first_in_cone(graph: FormulaGraph, cell: CellRef, departures: list[Departure]) -> tuple[Departure, CellRef] | None:
+    for place in graph.cells_in_cone([cell]):
+        text = graph.formulas[place]
+        for departure in departures:
+            if _calls_so(departure, text) and (not departure.plain_only or _plain(graph, place)):
+                return departure, place
+    return None
+
+
+def _plain(graph: FormulaGraph, cell: CellRef) -> bool:
+    """Whether the cell's formula is saved plain: openpyxl reads an array formula as no str."""
+    return isinstance(graph.book[cell.sheet].cell(cell.row, cell.column).value, str)
+
+
+def _calls_so(departure: Departure, formula: str) -> bool:
+    return departure.function in formula.upper() and any(
+        call.name == departure.function and departure.departs(call) for call in calls(formula))
