@@ -39,6 +39,22 @@ class Departure:
         return isinstance(value, ExcelError) if self.on_any_error else True
 
 
+# Ways of calling that more than one engine gets wrong (LibreOffice and Formulon)
+def empty_flag_left_out(call: Call) -> bool:
+    """TEXTJOIN(delimiter, , ...): ignore_empty written as nothing."""
+    return len(call.args) >= 2 and call.args[1] == ""
+
+
+def offsets_of_an_array(call: Call) -> bool:
+    """OFFSET with an array constant of offsets or sizes."""
+    return any(arg.startswith("{") for arg in call.args[1:])
+
+
+def columns_of_an_array(call: Call) -> bool:
+    """VLOOKUP or HLOOKUP with an array constant of column (row) numbers."""
+    return len(call.args) >= 3 and call.args[2].startswith("{")
+
+
 def abstain_on_departures(analysis: WorkbookAnalysis, values: WorkbookValues,
                           departures: Sequence[Departure]) -> WorkbookValues:
     """A graded formula cell with one of ``departures`` in its dependency cone abstains."""

@@ -50,7 +50,9 @@ import functools
 import re
 from typing import Any, Callable, ClassVar, Sequence
 
-from regrade.engines.departures import Departure, abstain_on_departures
+from regrade.engines.departures import (
+    Departure, abstain_on_departures, columns_of_an_array, empty_flag_left_out, offsets_of_an_array,
+)
 from regrade.engines.pipeline import PythonPackageEngine
 from regrade.engines.rules import abstention
 from regrade.engines.totals import TotalsDefects, mend_totals
@@ -63,7 +65,6 @@ from regrade.workbook.sheets import mentions, resolve_sheet
 # formulon.ErrorCode's ordinals, as Excel spells them
 _ERRORS = ("#NULL!", "#DIV/0!", "#VALUE!", "#REF!", "#NAME?", "#NUM!", "#N/A", "#GETTING_DATA", "#SPILL!",
            "#CALC!", "#FIELD!", "#BLOCKED!", "#CONNECT!", "#EXTERNAL!", "#BUSY!", "#PYTHON!")
-_UNKNOWN_ERROR = 16  # formulon.ErrorCode.UNKNOWN: not an Excel error
 _IMPLEMENTED = 0  # FunctionMetadata.availability of a function Formulon computes
 
 
@@ -182,10 +183,9 @@ _DEPARTURES = (
     *(Departure(name, lambda call: True, "formulon-plain-dynamic-array", on_any_error=True, plain_only=True)
       for name in _DYNAMIC_ARRAY_FUNCTIONS),
     # shared with LibreOffice (regrade.engines.libreoffice): seen on the rules' probes
-    Departure("TEXTJOIN", lambda call: len(call.args) >= 2 and call.args[1] == "", "formulon-textjoin-empty-flag"),
-    Departure("OFFSET", lambda call: any(arg.startswith("{") for arg in call.args[1:]), "formulon-offset-array"),
-    *(Departure(name, lambda call: len(call.args) >= 3 and call.args[2].startswith("{"), "formulon-lookup-column-array")
-      for name in ("VLOOKUP", "HLOOKUP")),
+    Departure("TEXTJOIN", empty_flag_left_out, "formulon-textjoin-empty-flag"),
+    Departure("OFFSET", offsets_of_an_array, "formulon-offset-array"),
+    *(Departure(name, columns_of_an_array, "formulon-lookup-column-array") for name in ("VLOOKUP", "HLOOKUP")),
 )
 
 

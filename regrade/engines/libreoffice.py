@@ -43,7 +43,9 @@ from pathlib import Path
 from typing import Sequence
 
 from regrade.engines.base import DEFAULT_MEMORY_MB, EngineSettings
-from regrade.engines.departures import Departure, abstain_on_departures
+from regrade.engines.departures import (
+    Departure, abstain_on_departures, columns_of_an_array, empty_flag_left_out, offsets_of_an_array,
+)
 from regrade.engines.isolation import die_with_parent
 from regrade.engines.libreoffice_files import kill_office_processes, office_environment, remove_office_files
 from regrade.engines.libreoffice_rewrites import libreoffice_rewrites
@@ -208,14 +210,13 @@ def _approximate_match_over_computed_array(call: Call) -> bool:
 
 _DEPARTURES = (
     Departure("MATCH", _approximate_match_over_computed_array, "libreoffice-approximate-match"),
-    Departure("TEXTJOIN", lambda call: len(call.args) >= 2 and call.args[1] == "", "libreoffice-textjoin-empty-flag"),
+    Departure("TEXTJOIN", empty_flag_left_out, "libreoffice-textjoin-empty-flag"),
     # where LibreOffice reads the text, it reads it as Excel does (task 55392: "1-JAN"&year)
     *(Departure(name, reads_a_date_from_text, "libreoffice-date-text", only_on=_VALUE)
       for name in TAKES_A_DATE + READS_TEXT_AS_DATE),
     Departure("FILTERXML", lambda call: True, "libreoffice-filterxml"),
-    Departure("OFFSET", lambda call: any(arg.startswith("{") for arg in call.args[1:]), "libreoffice-offset-array"),
-    *(Departure(name, lambda call: len(call.args) >= 3 and call.args[2].startswith("{"), "libreoffice-lookup-column-array")
-      for name in ("VLOOKUP", "HLOOKUP")),
+    Departure("OFFSET", offsets_of_an_array, "libreoffice-offset-array"),
+    *(Departure(name, columns_of_an_array, "libreoffice-lookup-column-array") for name in ("VLOOKUP", "HLOOKUP")),
     *(Departure(name, lambda call: True, "libreoffice-small-large-k", only_on=_VALUE) for name in ("SMALL", "LARGE")),
 )
 
