@@ -73,6 +73,7 @@ def grading_fields(result: CaseResult) -> dict:
                 "full": json_value(c.full),
                 "reason": c.reason,
                 "engines": {name: json_value(value) for name, value in c.engines.items()},
+                "decided_by": c.decided_by,
             }
             for c in result.cells
         ],

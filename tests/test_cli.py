@@ -81,7 +81,8 @@ def test_rescore_writes_provenance_then_cases_and_prints_verdict_counts(manifest
     # ROUND(300/1000, 0) is 0 in every engine; the stale cache says 1
     assert community["cells"][0] == {"cell": "Sheet1!F2", "formula": "=ROUND(E2/1000,0)", "golden": 1, "shallow": 1,
                                      "full": 0.0, "reason": "stale-cache",
-                                     "engines": {"ironcalc": 0.0, "libreoffice": 0.0, "formulon": 0.0}}
+                                     "engines": {"ironcalc": 0.0, "libreoffice": 0.0, "formulon": 0.0},
+                                     "decided_by": 3}
 
 
 def test_table_before_and_after(manifest, tmp_path):

@@ -55,5 +55,6 @@ def test_a_cell_only_libreoffice_computes_is_decided_by_one_engine_only_at_quoru
         for engine in engines:
             engine.close()
     assert (result.verdict, result.decided_by_one) == (verdict, decided_by_one)
+    assert [c.decided_by for c in result.cells] == [decided_by_one]  # B1: LibreOffice alone, or nobody
     if quorum == 2:
         assert result.reasons == [BELOW_QUORUM]

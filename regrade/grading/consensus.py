@@ -15,7 +15,7 @@ not vote. Then:
   alone where the others cannot check it.
 
 :attr:`Consensus.decided_by` records, per cell, how many engines computed it and agreed (0
-where the cell abstains).
+where the cell abstains); a results file's cell records carry it as ``decided_by``.
 """
 
 from __future__ import annotations

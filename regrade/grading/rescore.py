@@ -31,6 +31,7 @@ class CellDisagreement:
     full: object
     reason: str
     engines: dict[str, CellResult] = field(default_factory=dict)
+    decided_by: int | None = None  # engines that computed the cell and agreed (0: undecided; None: no engine ran)
 
 
 @dataclass
@@ -81,7 +82,7 @@ def rescore_case(case: Case, policy: Policy, shallow: Engine, fulls: Sequence[En
         full_pass = False  # no reader accepts the file: the output itself is broken
         full_grade.reason = shallow_grade.reason
     verdict = classify(shallow_pass, full_pass, full_grade.reason)
-    cells = _disagreements(golden, shallow_grade, full_grade, agreed.by_engine, spilled)
+    cells = _disagreements(golden, shallow_grade, full_grade, agreed, spilled)
     reasons = [r for r in (shallow_grade.reason, full_grade.reason) if r and r != "wrong-value"]
     reasons += [c.reason for c in cells]
     message = full_grade.message or shallow_grade.message
@@ -89,9 +90,7 @@ def rescore_case(case: Case, policy: Policy, shallow: Engine, fulls: Sequence[En
     return CaseResult(case, shallow_pass, full_pass, verdict, sorted(set(reasons)), message, cells, decided_by_one)
 
 
-def _disagreements(
-    golden: Golden, shallow: Grade, full: Grade, by_engine: dict[CellRef, dict[str, CellResult]], spill: set[CellRef]
-) -> list[CellDisagreement]:
+def _disagreements(golden: Golden, shallow: Grade, full: Grade, agreed: Consensus, spill: set[CellRef]) -> list[CellDisagreement]:
     shallow_bad = {c.ref for c in shallow.cells}
     full_outcomes = {c.ref: c.value for c in full.cells}  # holds abstentions decided while grading
     cells = []
@@ -101,5 +100,6 @@ def _disagreements(
         formula = shallow.formulas.get(ref) or full.formulas.get(ref)
         reason = cell_reason(ref not in shallow_bad, computed, ref not in full_outcomes, stored, formula,
                              golden.value(ref), ref in spill)
-        cells.append(CellDisagreement(ref, formula, golden.value(ref), stored, computed, reason, by_engine.get(ref, {})))
+        cells.append(CellDisagreement(ref, formula, golden.value(ref), stored, computed, reason,
+                                      agreed.by_engine.get(ref, {}), agreed.decided_by.get(ref)))
     return cells
