@@ -228,9 +228,11 @@ def rescore_command(dataset, conditions, stack, benchmark, manifest, policy, tim
     Verdicts: confirmed-pass, confirmed-fail, artifact (the value-only grade failed a
     correct output), false-pass (it passed a wrong one, e.g. a stale cache),
     engines-disagree (the full engines computed different values), unevaluable (no
-    engine could compute a graded cell) and invalid-golden (the golden cannot judge:
-    unreadable, never computed, or TODAY()/RAND() in its answer's cone). The full grade is the consensus of the
-    engines: an engine that cannot compute a cell abstains on it, never guesses. The
+    engine could compute a graded cell, or fewer than --quorum did) and invalid-golden
+    (the golden cannot judge: unreadable, never computed, or TODAY()/RAND() in its
+    answer's cone). The full grade is the consensus of the engines: an engine that
+    cannot compute a cell abstains on it, never guesses; the others must agree, and
+    with three engines at least two must compute the cell (--quorum). The
     results file starts with a provenance record (versions, settings, sha256 of every
     input file); stdout gets the count of each verdict.
 
