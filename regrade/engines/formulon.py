@@ -104,7 +104,8 @@ class FormulonEngine(PythonPackageEngine):
         names = [book.sheet_name(index) for index in range(book.sheet_count())]
         result = WorkbookValues(sheet_names=names)
         lacking = functools.cache(lambda: _workbook_lacking(book, len(names)))
-        tables = bool(mentions(analysis.path, (b"<tableParts",)))
+        mentioned = mentions(analysis.path, (b"<tableParts", b"SUBTOTAL("))  # one quick look before any graph
+        tables = b"<tableParts" in mentioned
         for ref in cells:
             sheet = resolve_sheet(ref.sheet, names)
             if sheet is None:
@@ -124,7 +125,8 @@ class FormulonEngine(PythonPackageEngine):
                 elif tables and (found := _structured_departure(analysis.graph(), cell)):
                     value = abstention("formulon-structured-reference", found)
             result.cells[ref] = value
-        if (graph := analysis.graph()) is not None and any(r.hidden or r.filtered for r in graph.hidden_rows.values()):
+        if b"SUBTOTAL(" in mentioned and (graph := analysis.graph()) is not None and any(r.hidden or r.filtered
+                                                                          for r in graph.hidden_rows.values()):
             mend_totals(graph, result, functools.partial(_read_area, book, names, graph), _DEFECTS)
         return abstain_on_departures(analysis, result, _DEPARTURES)
 
