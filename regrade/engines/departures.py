@@ -57,34 +57,47 @@ def columns_of_an_array(call: Call) -> bool:
 
 def abstain_on_departures(analysis: WorkbookAnalysis, values: WorkbookValues,
                           departures: Sequence[Departure]) -> WorkbookValues:
-    """A graded formula cell with one of ``departures`` in its dependency cone abstains."""
+    """A graded formula cell with one of ``departures`` in its dependency cone abstains.
+
+    Which departures a formula cell holds is worked out once per cell (:class:`_Held`): an
+    open cone lists every formula cell of the workbook, for each graded cell."""
     if values.failure is not None or not values.formulas:
         return values
-    possible = [d for d in departures if any(d.concerns(values.cells.get(ref)) for ref in values.formulas)]
+    errors = {v for v in values.cells.values() if isinstance(v, ExcelError)}
+    possible = [d for d in departures
+                if (d.only_on in errors if d.only_on is not None else bool(errors) or not d.on_any_error)]
     texts = formula_texts(analysis.path, tuple(f"{d.function}(" for d in possible)) if possible else []
     present = [d for d in possible if any(_calls_so(d, text) for text in texts)]
     graph = analysis.graph() if present else None
     if graph is None:
         return values
+    held = _Held(graph, present)
     for ref in values.formulas:
         sheet = resolve_sheet(ref.sheet, graph.sheets)
         relevant = [d for d in present if d.concerns(values.cells.get(ref))]
         if sheet is None or not relevant:
             continue
-        found = _first_in_cone(graph, CellRef(sheet, ref.row, ref.column), relevant)
+        found = next(((d, place) for place in graph.cells_in_cone([CellRef(sheet, ref.row, ref.column)])
+                      for d in held.at(place) if d in relevant), None)
         if found is not None:
             departure, place = found
             values.cells[ref] = abstention(departure.rule, f"{departure.function} at {place}: {BY_ID[departure.rule].why}")
     return values
 
 
-def _first_in_cone(graph: FormulaGraph, cell: CellRef, departures: list[Departure]) -> tuple[Departure, CellRef] | None:
-    for place in graph.cells_in_cone([cell]):
-        text = graph.formulas[place]
-        for departure in departures:
-            if _calls_so(departure, text) and (not departure.plain_only or _plain(graph, place)):
-                return departure, place
-    return None
+class _Held:
+    """The departures each formula cell holds, worked out on first use."""
+
+    def __init__(self, graph: FormulaGraph, departures: list[Departure]):
+        self.graph, self.departures = graph, departures
+        self._at: dict[CellRef, tuple[Departure, ...]] = {}
+
+    def at(self, cell: CellRef) -> tuple[Departure, ...]:
+        if cell not in self._at:
+            text = self.graph.formulas[cell]
+            self._at[cell] = tuple(d for d in self.departures if _calls_so(d, text)
+                                   and (not d.plain_only or _plain(self.graph, cell)))
+        return self._at[cell]
 
 
 def _plain(graph: FormulaGraph, cell: CellRef) -> bool:
