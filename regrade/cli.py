@@ -496,7 +496,8 @@ def conformance_command(corpus, engine_names, quorum, all_formulas, limit, timeo
     --all-formulas, CORPUS is any folder of workbooks: every formula cell of each
     one that Excel saved is compared (others are skipped and counted). Left out and
     counted: cells whose cone is volatile (TODAY, RAND ...), cells reading other
-    workbooks, and cells whose cache contradicts another answer file of the task
+    workbooks that the file holds no usable cache of (the others are computed from
+    that cache), and cells whose cache contradicts another answer file of the task
     that holds the same formula over the same inputs (a stale cache). Per engine and
     for the consensus, cells compared, equal, abstained (and, for the consensus,
     disagreed). --format json adds the abstentions per engine counted by rule id

@@ -77,3 +77,16 @@ def test_results_and_diff_count_abstentions_by_rule_id(tmp_path):
     [cell] = record["cells"]
     assert cell["engines"]["ironcalc"]["rule"] == "ironcalc-computed-name"
     assert abstentions([record]) == [{"rule": "ironcalc-computed-name", "engine": "ironcalc", "cells": 1, "cases": 1}]
+
+
+def test_the_engine_a_departure_does_not_concern_computes_its_probe_as_excel_does():
+    # offset-computed-array: SUMPRODUCT(SUBTOTAL(9,OFFSET(A1,ROW(A1:A3)-ROW(A1),0))) sums one
+    # reference per element in Excel: A1+A2+A3 = 1+2+3 = 6 by hand. LibreOffice, which the
+    # rule does not name, computes that.
+    require_engines("libreoffice")
+    ref = CellRef("Sheet1", 1, 2)
+    engine = get_engine("libreoffice")
+    try:
+        assert engine.evaluate(BY_ID["offset-computed-array"].probe, [ref]).cells[ref] == 6.0
+    finally:
+        engine.close()

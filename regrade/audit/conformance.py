@@ -11,7 +11,8 @@ file none of whose compared formulas has a cached value was not computed by Exce
 wrote it): it is skipped and counted. A cell whose dependency cone calls a volatile function
 (``TODAY``, ``NOW``, ``RAND`` ...) holds the value of the moment Excel computed it;
 it is left out and counted, as is a cell that reads another workbook through an
-external link (Excel's value came from that workbook). So is a cell where Excel's caches
+external link the file holds no usable cache of (:mod:`regrade.workbook.external`; Excel's
+value came from that workbook). So is a cell where Excel's caches
 contradict each other: another answer file of the task holds the same formula over the same
 inputs (its cone's formulas and every cell they read) and caches a different value there, so
 one cache is stale and neither is an oracle (a folder's workbooks are each their own group). In a file Excel saved, a formula read as empty is Excel's

@@ -15,7 +15,7 @@ from typing import Callable, Sequence
 from regrade.engines.rules import BY_ID, abstention
 from regrade.values import CellRef, CellResult, ExcelError, WorkbookValues
 from regrade.workbook.analysis import WorkbookAnalysis
-from regrade.workbook.calls import Call, calls
+from regrade.workbook.calls import Call, array_expression, calls
 from regrade.workbook.cones import FormulaGraph
 from regrade.workbook.sheets import formula_texts, resolve_sheet
 
@@ -48,6 +48,11 @@ def empty_flag_left_out(call: Call) -> bool:
 def offsets_of_an_array(call: Call) -> bool:
     """OFFSET with an array constant of offsets or sizes."""
     return any(arg.startswith("{") for arg in call.args[1:])
+
+
+def offsets_of_a_computed_array(call: Call) -> bool:
+    """OFFSET with offsets or sizes computed from multi-cell ranges (``ROW(A1:A3)-ROW(A1)``)."""
+    return any(array_expression(arg) for arg in call.args[1:])
 
 
 def columns_of_an_array(call: Call) -> bool:

@@ -23,7 +23,8 @@ of :mod:`regrade.engines.rules`):
   value: an erroring cell whose cone holds one abstains (``formulon-plain-dynamic-array``);
 - it departs as LibreOffice does on TEXTJOIN with ignore_empty written as nothing, OFFSET over
   an array of offsets and VLOOKUP/HLOOKUP of an array of columns (``formulon-textjoin-empty-flag``,
-  ``formulon-offset-array``, ``formulon-lookup-column-array``); these rows of
+  ``formulon-offset-array``, ``formulon-lookup-column-array``), and gives ``#VALUE!`` for OFFSET
+  over offsets computed from ranges (``offset-computed-array``, shared with IronCalc); these rows of
   :data:`_DEPARTURES` are applied by :mod:`regrade.engines.departures`;
 - a structured reference without its table's name (``[@Qty]``, ``#NAME?`` in Formulon) or to
   a table's totals row (``Stock[[#Totals],[Units]]``, 0 in Formulon) in the cone abstains
@@ -51,7 +52,8 @@ import re
 from typing import Any, Callable, ClassVar, Sequence
 
 from regrade.engines.departures import (
-    Departure, abstain_on_departures, columns_of_an_array, empty_flag_left_out, offsets_of_an_array,
+    Departure, abstain_on_departures, columns_of_an_array, empty_flag_left_out, offsets_of_a_computed_array,
+    offsets_of_an_array,
 )
 from regrade.engines.pipeline import PythonPackageEngine
 from regrade.engines.rules import abstention
@@ -187,6 +189,7 @@ _DEPARTURES = (
     # shared with LibreOffice (regrade.engines.libreoffice): seen on the rules' probes
     Departure("TEXTJOIN", empty_flag_left_out, "formulon-textjoin-empty-flag"),
     Departure("OFFSET", offsets_of_an_array, "formulon-offset-array"),
+    Departure("OFFSET", offsets_of_a_computed_array, "offset-computed-array", only_on=ExcelError("#VALUE!")),
     *(Departure(name, columns_of_an_array, "formulon-lookup-column-array") for name in ("VLOOKUP", "HLOOKUP")),
 )
 

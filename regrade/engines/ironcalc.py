@@ -16,7 +16,10 @@ compute a cell, regrade abstains instead of reporting a wrong value:
   reads a name defined by a formula or a constant (``{0,1,2}``, ``Sheet1!$A$1*2``)
   abstains (IronCalc gives ``#NAME?``, or 0);
 - ``#VALUE!`` from a date read from text (``DATEVALUE("9 Aug 2021")``) abstains:
-  IronCalc reads fewer date texts than Excel (:func:`regrade.workbook.calls.reads_a_date_from_text`).
+  IronCalc reads fewer date texts than Excel (:func:`regrade.workbook.calls.reads_a_date_from_text`);
+- OFFSET over offsets computed from ranges (``SUMPRODUCT(SUBTOTAL(9,OFFSET(A1,ROW(A1:A3)-1,0)))``):
+  IronCalc takes the first element where Excel makes one reference per element
+  (``offset-computed-array``, a row of :mod:`regrade.engines.departures`).
 
 Each abstention is a rule of :mod:`regrade.engines.rules`. The bridge evaluates the model
 several times; past ``EngineSettings.bridge_work`` referenced cells (a count, not a clock)
@@ -34,6 +37,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from regrade.engines.departures import Departure, abstain_on_departures, offsets_of_a_computed_array
 from regrade.engines.ironcalc_bridge import ModelCell, bridge_functions
 from regrade.engines.ironcalc_rewrites import last_row_readers, rewrite_criteria_calls
 from regrade.engines.pipeline import PythonPackageEngine
@@ -117,7 +121,11 @@ class IronCalcEngine(PythonPackageEngine):
             result.cells[ref] = value
         if filtered and (totals_graph := graph()) is not None:
             mend_totals(totals_graph, result, functools.partial(_read_area, model, names), _DEFECTS)
-        return result
+        return abstain_on_departures(analysis, result, _DEPARTURES)
+
+
+# Ways of calling where IronCalc departs from Excel (regrade.engines.departures)
+_DEPARTURES = (Departure("OFFSET", offsets_of_a_computed_array, "offset-computed-array"),)
 
 
 # IronCalc computes SUBTOTAL 101-111 itself (110 and 111 through the bridge) and AGGREGATE

@@ -1,6 +1,7 @@
 """One pipeline per workbook, the same for every full engine.
 
-screen once → analyse (the formula graph built at most once, on demand) → the engine
+screen once → the linked copy, when the workbook caches other workbooks' values
+(:mod:`regrade.workbook.external`) → analyse (the formula graph built at most once, on demand) → the engine
 computes → its own rules and its totals mending (inside :meth:`ComputingEngine.compute`)
 → the rules every engine shares (:mod:`regrade.engines.unrepeatable`). An engine opened
 through the registry runs all of it in its worker process, under the workbook's time and
@@ -18,6 +19,7 @@ from regrade.engines.base import EngineBase, EngineSettings
 from regrade.engines.unrepeatable import abstain_where_no_engine_can
 from regrade.values import CellRef, WorkbookValues
 from regrade.workbook.analysis import WorkbookAnalysis
+from regrade.workbook.external import linked_workbook
 
 
 class ComputingEngine(EngineBase):
@@ -29,8 +31,13 @@ class ComputingEngine(EngineBase):
         analysis = WorkbookAnalysis(path)
         if analysis.failure is not None:
             return WorkbookValues(failure=analysis.failure)
-        values = self.compute(analysis, cells)
-        return abstain_where_no_engine_can(analysis, values)
+        if self.settings.as_grader:  # a grader's recalculation reads no external link's cache
+            return abstain_where_no_engine_can(analysis, self.compute(analysis, cells))
+        with linked_workbook(path) as computed:
+            if computed != path:
+                analysis = WorkbookAnalysis(computed)
+            values = self.compute(analysis, cells)
+            return abstain_where_no_engine_can(analysis, values)
 
     def compute(self, analysis: WorkbookAnalysis, cells: Sequence[CellRef]) -> WorkbookValues:
         """The engine's values of ``cells``, its own rules applied; never raises for a bad file."""

@@ -58,9 +58,12 @@ def _rule(id: str, engines: tuple[str, ...], reason: str, trigger: str, why: str
 RULES: tuple[Rule, ...] = (
     # --- no engine here can repeat it ---
     _rule("external-link", EVERY_ENGINE, "external-link",
-          "the cell's cone reads another workbook ([1]Data!A1)",
-          "the value comes from another workbook, which is not there to be read",
-          (ITS_PROBE,)),
+          "the cell's cone reads another workbook ([1]Data!A1) that the file holds no usable cache of (none, "
+          "a refresh error, a defined name of that workbook), or passes its cells to a function that needs a "
+          "reference (SUMIF, OFFSET ...); other external references are computed from the file's cache",
+          "the value comes from another workbook, which is not there to be read; with it closed, Excel gives "
+          "#VALUE! where a function needs a reference, so a cache saved with it open cannot be repeated",
+          (ITS_PROBE, "ECMA-376 Part 1, 18.14 (externalLink sheetDataSet)")),
     _rule("locale-date", EVERY_ENGINE, "locale-date",
           "a formula of the cone reads a text holding a date with day and month in numbers (01/09/2020) "
           "and may turn it into a number (arithmetic, VALUE, INT, a date function)",
@@ -149,6 +152,13 @@ RULES: tuple[Rule, ...] = (
           "a formula of the cone calls OFFSET with an array constant of offsets or sizes",
           "Excel returns one reference per element; Formulon gives #VALUE!, as LibreOffice does (libreoffice-offset-array)",
           (ITS_PROBE,)),
+    _rule("offset-computed-array", ("ironcalc", "formulon"), "engine-departure",
+          "a formula of the cone calls OFFSET with offsets or sizes computed from multi-cell ranges "
+          "(OFFSET(A1,ROW(A1:A3)-ROW(A1),0)); Formulon's cell abstains only when it is #VALUE!",
+          "where Excel evaluates that argument as an array (inside SUMPRODUCT, or in an array formula) OFFSET "
+          "returns one reference per element: SUMPRODUCT(SUBTOTAL(9,OFFSET(A1,ROW(A1:A3)-ROW(A1),0))) is the sum "
+          "of A1:A3 (LibreOffice agrees); IronCalc takes the first element, Formulon gives #VALUE!",
+          (ITS_PROBE, "SpreadsheetBench 57783 (Excel's cache: the sum over the matching rows)")),
     _rule("formulon-lookup-column-array", ("formulon",), "engine-departure",
           "a formula of the cone calls VLOOKUP or HLOOKUP with an array constant of column or row numbers",
           "Excel returns one value per column; Formulon gives #VALUE!, as LibreOffice does "

@@ -21,6 +21,7 @@ from regrade.engines.base import Engine
 from regrade.values import EXCEL_ERROR_CODES, CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookValues
 from regrade.engines.cached import read_cells
 from regrade.workbook.cones import VOLATILE_FUNCTIONS, FormulaGraph
+from regrade.workbook.external import linked_workbook
 from regrade.workbook.formula import boundaries
 from regrade.engines.readings import decoded_text, number_value
 from regrade.workbook.screening import HOSTILE_REASONS, screen
@@ -172,8 +173,11 @@ class Golden:
         return volatile, external
 
     def _formula_graph(self) -> FormulaGraph:
+        """The graph of the golden's formulas as the engines compute them: of its linked copy
+        (:mod:`regrade.workbook.external`) when it caches other workbooks' values."""
         if self._graph is None:
-            self._graph = FormulaGraph(self._formulas())
+            with linked_workbook(self.path) as computed:
+                self._graph = FormulaGraph(self._formulas() if computed == self.path else load_formula_book(computed))
         return self._graph
 
     def _formulas(self) -> openpyxl.Workbook:
