@@ -79,14 +79,26 @@ def test_results_and_diff_count_abstentions_by_rule_id(tmp_path):
     assert abstentions([record]) == [{"rule": "ironcalc-computed-name", "engine": "ironcalc", "cells": 1, "cases": 1}]
 
 
-def test_the_engine_a_departure_does_not_concern_computes_its_probe_as_excel_does():
-    # offset-computed-array: SUMPRODUCT(SUBTOTAL(9,OFFSET(A1,ROW(A1:A3)-ROW(A1),0))) sums one
-    # reference per element in Excel: A1+A2+A3 = 1+2+3 = 6 by hand. LibreOffice, which the
-    # rule does not name, computes that.
-    require_engines("libreoffice")
-    ref = CellRef("Sheet1", 1, 2)
-    engine = get_engine("libreoffice")
+# Excel's value of a departure's probe, by hand: the engines the rule does not name compute it.
+# offset-computed-array: SUMPRODUCT(SUBTOTAL(9,OFFSET(A1,ROW(A1:A3)-ROW(A1),0))) sums one
+# reference per element, A1+A2+A3 = 1+2+3 = 6. formulon-row-of-structured-reference:
+# SUMPRODUCT(ROW(Sales[Qty])) over Sales[Qty] = B2:B3 is 2+3 = 5.
+COMPUTED_ELSEWHERE = [("offset-computed-array", "libreoffice", 6.0),
+                      ("formulon-row-of-structured-reference", "ironcalc", 5.0),
+                      ("formulon-row-of-structured-reference", "libreoffice", 5.0)]
+
+
+@pytest.mark.parametrize("rule_id, engine_name, excel", COMPUTED_ELSEWHERE)
+def test_an_engine_a_departure_does_not_name_computes_its_probe_as_excel_does(rule_id, engine_name, excel):
+    require_engines(engine_name)
+    rule = BY_ID[rule_id]
+    assert engine_name not in rule.engines
+    from openpyxl.utils.cell import coordinate_to_tuple
+
+    sheet, coordinate = rule.probe_cell.split("!")
+    ref = CellRef(sheet, *coordinate_to_tuple(coordinate))
+    engine = get_engine(engine_name)
     try:
-        assert engine.evaluate(BY_ID["offset-computed-array"].probe, [ref]).cells[ref] == 6.0
+        assert engine.evaluate(rule.probe, [ref]).cells[ref] == excel
     finally:
         engine.close()

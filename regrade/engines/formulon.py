@@ -28,7 +28,8 @@ of :mod:`regrade.engines.rules`):
   :data:`_DEPARTURES` are applied by :mod:`regrade.engines.departures`;
 - a structured reference without its table's name (``[@Qty]``, ``#NAME?`` in Formulon) or to
   a table's totals row (``Stock[[#Totals],[Units]]``, 0 in Formulon) in the cone abstains
-  (``formulon-structured-reference``);
+  (``formulon-structured-reference``), and so does ROW or COLUMN of any structured reference
+  (``ROW(Sales[Qty])``, ``#VALUE!`` in Formulon; ``formulon-row-of-structured-reference``);
 - SUBTOTAL where rows are hidden: Formulon skips rows hidden by hand in SUBTOTAL 1-11 and
   counts rows a table's filter hides, where Excel does the opposite; regrade computes a
   direct SUBTOTAL from Formulon's values of its ranges and abstains otherwise
@@ -60,7 +61,7 @@ from regrade.engines.rules import abstention
 from regrade.engines.totals import TotalsDefects, mend_totals
 from regrade.values import CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues
 from regrade.workbook.analysis import WorkbookAnalysis
-from regrade.workbook.calls import QUOTED, Call, array_constant, array_expression, calls
+from regrade.workbook.calls import QUOTED, Call, array_constant, array_expression, calls, structured_reference
 from regrade.workbook.cones import Area, FormulaGraph
 from regrade.workbook.sheets import mentions, resolve_sheet
 
@@ -172,6 +173,10 @@ def _aggregate_array(call: Call) -> bool:
         and _passes_an_array((2,), constants=False)(call)
 
 
+def _of_a_structured_reference(call: Call) -> bool:
+    return bool(call.args) and structured_reference(call.args[0])
+
+
 def _criteria_array(indexes: tuple[int, ...]) -> Callable[[Call], bool]:
     return lambda call: any(i < len(call.args) and array_constant(call.args[i]) for i in indexes)
 
@@ -186,6 +191,7 @@ _DEPARTURES = (
       for name, indexes in _CRITERIA.items()),
     *(Departure(name, lambda call: True, "formulon-plain-dynamic-array", on_any_error=True, plain_only=True)
       for name in _DYNAMIC_ARRAY_FUNCTIONS),
+    *(Departure(name, _of_a_structured_reference, "formulon-row-of-structured-reference") for name in ("ROW", "COLUMN")),
     # shared with LibreOffice (regrade.engines.libreoffice): seen on the rules' probes
     Departure("TEXTJOIN", empty_flag_left_out, "formulon-textjoin-empty-flag"),
     Departure("OFFSET", offsets_of_an_array, "formulon-offset-array"),

@@ -170,6 +170,13 @@ RULES: tuple[Rule, ...] = (
           "Excel reads [@Qty] in a table as that row's Qty and [#Totals] as the totals row; Formulon gives "
           "#NAME? for the first and 0 for the second",
           (ITS_PROBE, "fixtures/probes: structured-at-unqualified, structured-totals"), "Sheet1!D3"),
+    _rule("formulon-row-of-structured-reference", ("formulon",), "engine-departure",
+          "a formula of the cone calls ROW or COLUMN of a structured reference (ROW(Sales[Qty]), COLUMN(Table1[]))",
+          "Excel gives the row (column) numbers of the table's cells, as for any reference (SUMPRODUCT(ROW(Sales[Qty])) "
+          "over rows 2 and 3 is 5; IronCalc and LibreOffice agree); Formulon gives #VALUE!, which an IFERROR "
+          "around it can hide",
+          (ITS_PROBE, "https://support.microsoft.com/office/row-function-3a63b74a-c4d0-4093-b49a-e76eb49a6d8d"),
+          "Sheet1!D1"),
     _rule("formulon-plain-dynamic-array", ("formulon",), "engine-departure",
           "the cell is an error and a formula of its cone saved plain calls a dynamic-array function "
           "(FILTER, SORT, UNIQUE, SEQUENCE, TEXTSPLIT, VSTACK ...)",

@@ -42,6 +42,11 @@ def array_expression(argument: str) -> bool:
     return not _REFERENCE.fullmatch(code) and not (_STRUCTURED.match(code) and code.endswith("]") and "(" not in code)
 
 
+def structured_reference(argument: str) -> bool:
+    """Whether an argument holds a structured reference to a table (``Sales[Qty]``, ``Table1[]``)."""
+    return bool(_STRUCTURED.search(QUOTED.sub('""', argument)))
+
+
 def array_constant(argument: str) -> bool:
     """Whether an argument holds an array constant (``{"a","b"}``)."""
     return "{" in QUOTED.sub('""', argument)
