@@ -22,7 +22,7 @@ from regrade.values import EXCEL_ERROR_CODES, CannotEvaluate, CellRef, CellResul
 from regrade.engines.cached import read_cells
 from regrade.workbook.cones import VOLATILE_FUNCTIONS, FormulaGraph
 from regrade.workbook.external import linked_workbook
-from regrade.workbook.formula import boundaries
+from regrade.workbook.formula import boundaries, referenced_cells
 from regrade.engines.readings import decoded_text, number_value
 from regrade.workbook.screening import HOSTILE_REASONS, screen
 from regrade.workbook.sheets import (
@@ -191,6 +191,12 @@ class Golden:
         if self._formula_cells:  # the quick scan of the sheet XML answered
             return (ref.row, ref.column) in self._formula_cells.get(ref.sheet, ())
         return self.formula(ref) is not None
+
+    def referenced_cells(self) -> int:
+        """The cells the golden's formulas reference, whole columns counted whole: a count of
+        the work recomputing it asks for (:func:`regrade.workbook.formula.referenced_cells`)."""
+        with _reading(self.path):
+            return sum(referenced_cells(c.text) for c in formula_cells_of(self._formulas()))
 
     def all_formulas(self) -> list[CellRef]:
         """Every formula cell of the workbook, sheet by sheet in row order (GoldenError if it breaks)."""

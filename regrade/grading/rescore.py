@@ -8,17 +8,20 @@ no engine: recomputation keeps a constant as stored, so the stored values are th
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Sequence
 
 from regrade.engines.base import Engine
-from regrade.values import CellRef, CellResult
+from regrade.values import CellRef, CellResult, WorkbookValues
 from regrade.workbook.screening import screen
 from regrade.grading.policies import Policy, TargetError
 from regrade.grading.consensus import Consensus, consensus
 from regrade.grading.grade import (
     LIMIT_FAULTS, OUTPUT_FAULTS, Golden, GoldenError, Grade, grade, load_golden, output_fault, spilled_cells,
 )
+from regrade.grading.dated import DATED_GOLDEN, SAVE_DAY_UNKNOWN, dated_cells, reproducing_days, too_large_to_date
 from regrade.runs.cases import Case
+from regrade.workbook.today import dated_workbook
 from regrade.grading.verdicts import CONFIRMED_FAIL, INVALID_GOLDEN, UNEVALUABLE, cell_reason, classify
 
 
@@ -66,14 +69,19 @@ def rescore_case(case: Case, policy: Policy, shallow: Engine, fulls: Sequence[En
         return CaseResult(case, None, None, UNEVALUABLE, [stored.failure.reason],
                           f"the value-only reading ({shallow.name}) failed: {stored.failure.detail}")
     if (problem := golden.problem(targets)) is not None:
-        shallow_grade = grade(policy, targets, golden, shallow.name, stored)
-        return CaseResult(case, bool(shallow_grade.passed), None, INVALID_GOLDEN, ["invalid-golden"], problem)
+        return _dated(case, policy, shallow, fulls, quorum, golden, targets, stored, problem)
+    return _graded(case, policy, shallow, fulls, quorum, golden, targets, stored, case.output_path)
+
+
+def _graded(case: Case, policy: Policy, shallow: Engine, fulls: Sequence[Engine], quorum: int, golden: Golden,
+            targets: list[CellRef], stored: WorkbookValues, computed: Path) -> CaseResult:
+    """The case's grades: the value-only view ``stored`` of the output, and the consensus of
+    the full engines computing ``computed`` (the output, or its dated copy)."""
     spilled = spilled_cells(case.output_path, stored)
     if stored.failure is None and not any(t in stored.formulas or t in spilled for t in targets):
         agreed = Consensus(stored)  # the graded cells hold constants: no engine could change them
     else:
-        agreed = consensus(policy, stored, {e.name: e.evaluate(case.output_path, targets) for e in fulls}, spilled,
-                           quorum)
+        agreed = consensus(policy, stored, {e.name: e.evaluate(computed, targets) for e in fulls}, spilled, quorum)
     shallow_grade = grade(policy, targets, golden, shallow.name, stored)
     full_grade = grade(policy, targets, golden, "+".join(e.name for e in fulls), agreed.view, recomputed=True)
     shallow_pass = bool(shallow_grade.passed)  # a value-only grader counts any failure to read as a fail
@@ -88,6 +96,36 @@ def rescore_case(case: Case, policy: Policy, shallow: Engine, fulls: Sequence[En
     message = full_grade.message or shallow_grade.message
     decided_by_one = sum(agreed.decided_by.get(t) == 1 for t in targets) if len(fulls) > 1 else 0
     return CaseResult(case, shallow_pass, full_pass, verdict, sorted(set(reasons)), message, cells, decided_by_one)
+
+
+def _dated(case: Case, policy: Policy, shallow: Engine, fulls: Sequence[Engine], quorum: int, golden: Golden,
+           targets: list[CellRef], stored: WorkbookValues, problem: str) -> CaseResult:
+    """A golden that cannot judge as it stands: invalid, unless its only obstacle is TODAY()
+    and some day it may have been saved on reproduces it (:mod:`regrade.grading.dated`)."""
+    dated = dated_cells(golden, targets) if fulls else []
+    large = bool(dated) and too_large_to_date(golden, fulls)
+    days = reproducing_days(case, policy, golden, targets, dated, shallow, fulls, quorum) if dated and not large else []
+    if not days:
+        shallow_pass = bool(grade(policy, targets, golden, shallow.name, stored).passed)
+        if large:
+            problem += "; it is too large to recompute as of each day it may have been saved on"
+        elif dated:
+            problem += "; no day it may have been saved on (docProps/core.xml) reproduces its cached values"
+        return CaseResult(case, shallow_pass, None, INVALID_GOLDEN, ["invalid-golden"], problem)
+    results = []
+    for day in days:
+        with dated_workbook(case.output_path, day) as computed:
+            results.append(_graded(case, policy, shallow, fulls, quorum, golden, targets, stored, computed))
+    shown = ", ".join(day.isoformat() for day in days)
+    if len({(r.verdict, r.full_pass) for r in results}) > 1:
+        return CaseResult(case, results[0].shallow_pass, None, UNEVALUABLE, [SAVE_DAY_UNKNOWN],
+                          f"the golden depends on TODAY(); it may have been computed on {shown}, and the output's "
+                          "verdict differs between those days")
+    result = results[0]
+    result.reasons = sorted({*result.reasons, DATED_GOLDEN})
+    as_of = f"TODAY() as of {shown}, the day{'s' if len(days) > 1 else ''} the golden's cached values were computed"
+    result.message = f"{result.message}; {as_of}" if result.message else as_of
+    return result
 
 
 def _disagreements(golden: Golden, shallow: Grade, full: Grade, agreed: Consensus, spill: set[CellRef]) -> list[CellDisagreement]:

@@ -27,7 +27,6 @@ sheets or the rewritten references would change.
 
 from __future__ import annotations
 
-import html
 import re
 import tempfile
 import zipfile
@@ -37,6 +36,7 @@ from pathlib import Path
 from typing import Iterator
 from xml.etree import ElementTree
 
+from regrade.workbook.rewrite import READ_ERRORS, WORKBOOK, escape, rewritten_parts, write_copy
 from regrade.workbook.sheets import MAX_SHEET_BYTES, sheet_parts
 
 MAIN = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
@@ -63,8 +63,6 @@ _LINKED = re.compile(
     r"|\$?[A-Za-z]{1,3}:\$?[A-Za-z]{1,3}(?![A-Za-z0-9_(])"
     r"|\$?\d+:\$?\d+(?![\d.]))"
 )
-_FORMULA = re.compile(rb"(<f\b[^>]*>)([^<]*)(</f>)")
-_DEFINED_NAME = re.compile(rb"(<definedName\b[^>]*>)([^<]*)(</definedName>)")
 _EXTERNAL_REFERENCE = re.compile(r'<externalReference\b[^>]*?\b(?:\w+:)?id="([^"]+)"')
 _RELATIONSHIP = re.compile(r'<Relationship\b(?=[^>]*\bId="(?P<id>[^"]+)")(?=[^>]*\bTarget="(?P<target>[^"]+)")[^>]*>')
 _SHEET_ID = re.compile(r'<sheet\b[^>]*\bsheetId="(\d+)"')
@@ -182,7 +180,7 @@ def write_linked_copy(path: Path, copy: Path) -> bool:
     try:
         with zipfile.ZipFile(path) as archive:
             return _write(archive, copy)
-    except (zipfile.BadZipFile, OSError, KeyError, ValueError, EOFError, RuntimeError, UnicodeDecodeError):
+    except READ_ERRORS:
         return False
 
 
@@ -192,47 +190,24 @@ def _write(archive: zipfile.ZipFile, copy: Path) -> bool:
     sheets = cached_sheets(archive)
     if not sheets or sum(len(s.cells) for s in sheets.values()) > MAX_CACHED_CELLS:
         return False
-    workbook = archive.read("xl/workbook.xml")
+    workbook = archive.read(WORKBOOK)
     prefix = _RELATIONSHIP_PREFIX.search(workbook.decode("utf-8", "replace"))
     if prefix is None or b"</sheets>" not in workbook:
         return False
     parts = sheet_parts(archive)
+    if any(_CHANGED_BY_A_COPY.search(archive.read(part)) for _, part in parts
+           if archive.getinfo(part).file_size <= MAX_SHEET_BYTES):
+        return False
     linker = Linker(sheets, {name for name, _ in parts})
-
-    def relink(match: re.Match[bytes]) -> bytes:
-        if b"[" not in match.group(2):
-            return match.group(0)
-        text = html.unescape(match.group(2).decode("utf-8"))
-        linked = linker.formula(text)
-        if linked == text:
-            return match.group(0)
-        return match.group(1) + _escape(linked).encode("utf-8") + match.group(3)
-
-    rewritten: dict[str, bytes] = {}
-    for _, part in parts:
-        if archive.getinfo(part).file_size > MAX_SHEET_BYTES:
-            return False
-        data = archive.read(part)
-        if _CHANGED_BY_A_COPY.search(data):
-            return False
-        if b"[" in data:
-            rewritten[part] = _FORMULA.sub(relink, data)
-    names = _DEFINED_NAME.sub(relink, workbook)
-    if not linker.used:
+    replaced = rewritten_parts(archive, linker.formula, b"[")
+    if replaced is None or not linker.used:
         return False
     added = {f"xl/worksheets/regradeLinked{index}.xml": (sheets[key], local)
              for index, (key, local) in enumerate(linker.used.items(), start=1)}
-    rewritten["xl/workbook.xml"] = _added_sheets(names, added, prefix.group(1))
-    with zipfile.ZipFile(copy, "w", zipfile.ZIP_DEFLATED) as out:
-        for info in archive.infolist():
-            data = rewritten.get(info.filename) or archive.read(info)
-            if info.filename == "xl/_rels/workbook.xml.rels":
-                data = _added_relations(data, added)
-            elif info.filename == "[Content_Types].xml":
-                data = _added_content_types(data, added)
-            out.writestr(info, data)
-        for part, (sheet, _) in added.items():
-            out.writestr(part, _sheet_xml(sheet))
+    replaced[WORKBOOK] = _added_sheets(replaced.get(WORKBOOK, workbook), added, prefix.group(1))
+    replaced["xl/_rels/workbook.xml.rels"] = _added_relations(archive.read("xl/_rels/workbook.xml.rels"), added)
+    replaced["[Content_Types].xml"] = _added_content_types(archive.read("[Content_Types].xml"), added)
+    write_copy(archive, copy, replaced, {part: _sheet_xml(sheet) for part, (sheet, _) in added.items()})
     return True
 
 
@@ -255,7 +230,7 @@ Added = dict[str, tuple[CachedSheet, str]]  # part -> the cached sheet and the n
 def _added_sheets(workbook: bytes, added: Added, prefix: str) -> bytes:
     next_id = max((int(n) for n in _SHEET_ID.findall(workbook.decode("utf-8", "replace"))), default=0) + 1
     elements = "".join(
-        f'<sheet name="{_escape(local)}" sheetId="{next_id + index}" state="veryHidden" '
+        f'<sheet name="{escape(local)}" sheetId="{next_id + index}" state="veryHidden" '
         f'{prefix}:id="{_relation_id(index)}"/>' for index, (_, local) in enumerate(added.values()))
     return workbook.replace(b"</sheets>", elements.encode("utf-8") + b"</sheets>", 1)
 
@@ -277,11 +252,11 @@ def _sheet_xml(sheet: CachedSheet) -> bytes:
     for (row, column), (kind, text) in sorted(sheet.cells.items()):
         reference = f"{_column_letters(column)}{row}"
         if kind == "str" or kind == "s":
-            cell = f'<c r="{reference}" t="inlineStr"><is><t xml:space="preserve">{_escape(text)}</t></is></c>'
+            cell = f'<c r="{reference}" t="inlineStr"><is><t xml:space="preserve">{escape(text)}</t></is></c>'
         elif kind in ("b", "e"):
-            cell = f'<c r="{reference}" t="{kind}"><v>{_escape(text)}</v></c>'
+            cell = f'<c r="{reference}" t="{kind}"><v>{escape(text)}</v></c>'
         else:
-            cell = f'<c r="{reference}"><v>{_escape(text)}</v></c>'
+            cell = f'<c r="{reference}"><v>{escape(text)}</v></c>'
         rows.setdefault(row, []).append(cell)
     body = "".join(f'<row r="{row}">{"".join(cells)}</row>' for row, cells in rows.items())
     return (f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<worksheet xmlns="{MAIN}">'
@@ -296,8 +271,6 @@ def _column_letters(column: int) -> str:
     return letters
 
 
-def _escape(text: str) -> str:
-    return html.escape(text, quote=True)
 
 
 @contextmanager
