@@ -24,34 +24,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from regrade.workbook.origin import saved_at
 from regrade.workbook.rewrite import READ_ERRORS, rewritten_parts, write_copy
 
-MAX_CORE_XML_BYTES = 1_000_000
 EARLIEST_OFFSET = dt.timedelta(hours=-12)  # UTC-12, the earliest local time anywhere
 LATEST_OFFSET = dt.timedelta(hours=14)  # UTC+14 (Line Islands), the latest
-_MODIFIED = re.compile(r"<dcterms:modified\b[^>]*>\s*(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)Z?\s*<")
 _TODAY = re.compile(r"(?<![A-Za-z0-9_.])TODAY\(\s*\)", re.IGNORECASE)
 _STRING = re.compile(r'"(?:[^"]|"")*"')
-
-
-def saved_at(path: Path) -> dt.datetime | None:
-    """When the workbook was last saved (UTC), as its core properties record it; None when
-    they do not (no part, no date, an unreadable file)."""
-    try:
-        with zipfile.ZipFile(path) as archive:
-            info = archive.getinfo("docProps/core.xml")
-            if info.file_size > MAX_CORE_XML_BYTES:
-                return None
-            text = archive.read(info).decode("utf-8", "replace")
-    except Exception:  # KeyError (no part), BadZipFile, zlib errors: nothing recorded
-        return None
-    match = _MODIFIED.search(text)
-    if match is None:
-        return None
-    try:
-        return dt.datetime.fromisoformat(match.group(1))
-    except ValueError:
-        return None
 
 
 def save_days(path: Path) -> list[dt.date]:
