@@ -26,6 +26,7 @@ from typing import Iterator
 
 from regrade.workbook.origin import saved_at
 from regrade.workbook.rewrite import READ_ERRORS, rewritten_parts, write_copy
+from regrade.workbook.screening import screen
 
 EARLIEST_OFFSET = dt.timedelta(hours=-12)  # UTC-12, the earliest local time anywhere
 LATEST_OFFSET = dt.timedelta(hours=14)  # UTC+14 (Line Islands), the latest
@@ -68,7 +69,7 @@ def write_dated_copy(path: Path, copy: Path, day: dt.date) -> bool:
 @contextmanager
 def dated_workbook(path: Path, day: dt.date) -> Iterator[Path]:
     """The dated copy of ``path`` in a temporary folder while the block runs; ``path`` itself
-    when it calls no TODAY()."""
+    when it calls no TODAY() or screening refuses it (the engines then refuse it too)."""
     with tempfile.TemporaryDirectory(prefix="regrade-dated-") as folder:
         copy = Path(folder) / path.name
-        yield copy if write_dated_copy(path, copy, day) else path
+        yield copy if screen(path).failure is None and write_dated_copy(path, copy, day) else path
