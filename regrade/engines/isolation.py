@@ -19,8 +19,11 @@ import faulthandler
 import multiprocessing
 import os
 import resource
+import shutil
 import signal
 import sys
+import tempfile
+import weakref
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from pathlib import Path
@@ -52,6 +55,7 @@ class IsolatedEngine:
         self.reserved_mb = engine.reserved_mb
         self._worker: BaseProcess | None = None
         self._connection: Connection | None = None
+        self._scratch: weakref.finalize | None = None  # removes the worker's temporary folder, however it ends
         self._served = 0
 
     def version(self) -> str:
@@ -95,7 +99,9 @@ class IsolatedEngine:
                 self._worker.kill()
             self._worker.join(5)
             self.engine.close()  # what a killed worker's engine left (LibreOffice: its profile, by name)
-        self._worker, self._connection, self._served = None, None, 0
+        if self._scratch is not None:  # the copies a killed worker was computing (linked, dated ...)
+            self._scratch()
+        self._worker, self._connection, self._scratch, self._served = None, None, None, 0
 
     def __del__(self) -> None:
         try:
@@ -130,7 +136,10 @@ class IsolatedEngine:
         """A fresh worker with its engine started (outside any workbook's time), or why not."""
         context = multiprocessing.get_context("fork")
         ours, theirs = context.Pipe(duplex=True)
-        self._worker = context.Process(target=_serve, args=(self.engine, self.memory_mb, theirs, ours), daemon=True)
+        scratch = tempfile.mkdtemp(prefix=f"regrade-{self.name}-worker-")
+        self._scratch = weakref.finalize(self, shutil.rmtree, scratch, ignore_errors=True)  # also at exit
+        self._worker = context.Process(target=_serve, args=(self.engine, self.memory_mb, theirs, ours, scratch),
+                                       daemon=True)
         self._worker.start()
         theirs.close()
         self._connection = ours
@@ -168,9 +177,12 @@ def inherited_address_space() -> int:
         return 0
 
 
-def _serve(engine: Engine, memory_mb: int | None, connection: Connection, parents_end: Connection) -> None:
-    """The worker: evaluate each workbook sent until the parent goes away."""
+def _serve(engine: Engine, memory_mb: int | None, connection: Connection, parents_end: Connection,
+           scratch: str) -> None:
+    """The worker: evaluate each workbook sent until the parent goes away. Its temporary
+    files go to ``scratch``, which the parent removes however the worker ends."""
     parents_end.close()  # so that the parent's death reads as the end of the requests
+    tempfile.tempdir = scratch
     signal.signal(signal.SIGTERM, lambda signum, frame: _leave(engine))
     os.environ["RUST_BACKTRACE"] = "0"
     faulthandler.disable()  # it holds its own copy of stderr; a crash is reported by exit status

@@ -185,8 +185,6 @@ def write_linked_copy(path: Path, copy: Path) -> bool:
 
 
 def _write(archive: zipfile.ZipFile, copy: Path) -> bool:
-    if not any(name.startswith("xl/externalLinks/") for name in archive.namelist()):
-        return False
     sheets = cached_sheets(archive)
     if not sheets or sum(len(s.cells) for s in sheets.values()) > MAX_CACHED_CELLS:
         return False
@@ -277,6 +275,18 @@ def _column_letters(column: int) -> str:
 def linked_workbook(path: Path) -> Iterator[Path]:
     """The linked copy of ``path``, in a temporary folder while the block runs; ``path``
     itself when there is nothing to link."""
+    if not links_other_workbooks(path):
+        yield path
+        return
     with tempfile.TemporaryDirectory(prefix="regrade-linked-") as folder:
         copy = Path(folder) / path.name
         yield copy if write_linked_copy(path, copy) else path
+
+
+def links_other_workbooks(path: Path) -> bool:
+    """Whether the file holds an external link part (a quick look at the archive's names)."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return any(name.startswith("xl/externalLinks/") for name in archive.namelist())
+    except READ_ERRORS:
+        return False
