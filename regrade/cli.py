@@ -229,8 +229,12 @@ def rescore_command(dataset, conditions, stack, benchmark, manifest, policy, tim
     correct output), false-pass (it passed a wrong one, e.g. a stale cache),
     engines-disagree (the full engines computed different values), unevaluable (no
     engine could compute a graded cell, or fewer than --quorum did) and invalid-golden
-    (the golden cannot judge: unreadable, never computed, or TODAY()/RAND() in its
-    answer's cone). The full grade is the consensus of the engines: an engine that
+    (the golden cannot judge: unreadable, never computed, or NOW()/RAND() in its
+    answer's cone). A golden that depends on TODAY() is recomputed as of each day it
+    may have been saved on (docProps/core.xml); the output is judged as of the days
+    that reproduce its cached values (reason dated-golden), and the golden is invalid
+    where none does. A cell that reads another workbook is computed from the values
+    of it the file caches. The full grade is the consensus of the engines: an engine that
     cannot compute a cell abstains on it, never guesses; the others must agree, and
     with three engines at least two must compute the cell (--quorum). The
     results file starts with a provenance record (versions, settings, sha256 of every

@@ -10,8 +10,10 @@ false-pass         pass          fail        the grader passed a wrong output
 engines-disagree   any           unknown     the full engines computed different values
 unevaluable        any           unknown     no full engine could compute it
 invalid-golden     any           unknown     the golden cannot judge: unreadable, its
-                                             answer formulas never computed, or
-                                             TODAY()/RAND() in their dependency cone
+                                             answer formulas never computed, NOW()/RAND()
+                                             in their dependency cone, or TODAY() there
+                                             and no day it may have been saved on
+                                             reproduces it (regrade.grading.dated)
 =================  ============  ==========  ==================================
 
 Each graded cell on which the two grades disagree carries a reason (first that applies):
