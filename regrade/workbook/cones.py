@@ -135,6 +135,7 @@ class FormulaGraph:
     def cone(self, targets: Iterable[Cell]) -> Cone:
         cone = Cone()
         pending = [t for t in targets if t in self.formulas]
+        walked: set[Area] = set()  # an area many formulas read (a whole column) is walked once
         while pending:
             cell = pending.pop()
             if cell in cone.cells:
@@ -146,7 +147,9 @@ class FormulaGraph:
             cone.external |= found.external
             cone.computed_names |= found.computed_names
             for area in found.areas:
-                pending.extend(c for c in self._formulas_in(area) if c not in cone.cells)
+                if area not in walked:
+                    walked.add(area)
+                    pending.extend(c for c in self._formulas_in(area) if c not in cone.cells)
         return cone
 
     def calls_in_cone(self, targets: Iterable[Cell], functions: Iterable[str]) -> set[str]:
