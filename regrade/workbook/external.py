@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Iterator
 from xml.etree import ElementTree
 
+from regrade.workbook.formula import outside_quotes, quoted_strings, rejoined
 from regrade.workbook.rewrite import READ_ERRORS, WORKBOOK, escape, rewritten_parts, write_copy
 from regrade.workbook.sheets import MAX_SHEET_BYTES, sheet_parts
 
@@ -54,7 +55,6 @@ NEEDS_A_REFERENCE = frozenset({
 _CHANGED_BY_A_COPY = re.compile(rb"(?<![A-Za-z0-9_.])(?:_xlfn\.)?(?:SHEETS?|FORMULATEXT)\(", re.IGNORECASE)
 _NEEDS_A_REFERENCE = re.compile(
     r"(?<![A-Za-z0-9_.])(?:_xlfn\.)?(?:" + "|".join(sorted(NEEDS_A_REFERENCE)) + r")\(", re.IGNORECASE)
-_STRING = re.compile(r'"(?:[^"]|"")*"')
 # A reference to one sheet of another workbook: a cell, a range, whole columns or rows
 _LINKED = re.compile(
     r"(?:'\[(?P<quoted_link>\d+)\](?P<quoted_sheet>(?:[^']|'')+)'|(?<![A-Za-z0-9_.'\]])\[(?P<link>\d+)\]"
@@ -155,11 +155,10 @@ class Linker:
         a function that needs a reference. Text in quotes is left alone."""
         if "[" not in formula:
             return formula
-        pieces, strings = _STRING.split(formula), _STRING.findall(formula)  # outside and inside quotes
+        pieces = outside_quotes(formula)
         if any(_NEEDS_A_REFERENCE.search(piece) for piece in pieces):
             return formula
-        linked = [_LINKED.sub(self._local, piece) for piece in pieces]
-        return "".join(part for pair in zip(linked, strings + [""]) for part in pair)
+        return rejoined([_LINKED.sub(self._local, piece) for piece in pieces], quoted_strings(formula))
 
     def _local(self, match: re.Match[str]) -> str:
         link = int(match.group("quoted_link") or match.group("link"))

@@ -27,6 +27,22 @@ def bare_name(name: str) -> str:
     return name
 
 
+def outside_quotes(formula: str) -> list[str]:
+    """The formula's text between its quoted strings (``"..."``), in order; the strings are
+    :func:`quoted_strings`, one fewer than these pieces."""
+    return _STRING.split(formula)
+
+
+def quoted_strings(formula: str) -> list[str]:
+    """The formula's quoted strings, quotes included, in order."""
+    return _STRING.findall(formula)
+
+
+def rejoined(pieces: list[str], strings: list[str]) -> str:
+    """A formula from the pieces outside its quoted strings (rewritten) and the strings."""
+    return "".join(part for pair in zip(pieces, strings + [""]) for part in pair)
+
+
 def tokens(formula: str) -> list[Token] | None:
     """openpyxl's tokens of a formula (with or without its ``=``); None when it cannot split it."""
     try:

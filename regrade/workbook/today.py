@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from regrade.workbook.formula import outside_quotes, quoted_strings, rejoined
 from regrade.workbook.origin import saved_at
 from regrade.workbook.rewrite import READ_ERRORS, rewritten_parts, write_copy
 from regrade.workbook.screening import screen
@@ -31,7 +32,6 @@ from regrade.workbook.screening import screen
 EARLIEST_OFFSET = dt.timedelta(hours=-12)  # UTC-12, the earliest local time anywhere
 LATEST_OFFSET = dt.timedelta(hours=14)  # UTC+14 (Line Islands), the latest
 _TODAY = re.compile(r"(?<![A-Za-z0-9_.])TODAY\(\s*\)", re.IGNORECASE)
-_STRING = re.compile(r'"(?:[^"]|"")*"')
 
 
 def save_days(path: Path) -> list[dt.date]:
@@ -47,9 +47,7 @@ def save_days(path: Path) -> list[dt.date]:
 def dated_formula(formula: str, day: dt.date) -> str:
     """``formula`` with each ``TODAY()`` outside quoted text replaced by ``DATE(y,m,d)``."""
     date = f"DATE({day.year},{day.month},{day.day})"
-    pieces, strings = _STRING.split(formula), _STRING.findall(formula)
-    dated = [_TODAY.sub(date, piece) for piece in pieces]
-    return "".join(part for pair in zip(dated, strings + [""]) for part in pair)
+    return rejoined([_TODAY.sub(date, piece) for piece in outside_quotes(formula)], quoted_strings(formula))
 
 
 def write_dated_copy(path: Path, copy: Path, day: dt.date) -> bool:
