@@ -36,9 +36,9 @@ from pathlib import Path
 from typing import Iterator
 from xml.etree import ElementTree
 
-from regrade.workbook.formula import outside_quotes, quoted_strings, rejoined
+from regrade.workbook.formula import outside_quotes, rewritten_outside_quotes
 from regrade.workbook.rewrite import READ_ERRORS, WORKBOOK, escape, rewritten_parts, write_copy
-from regrade.workbook.sheets import MAX_SHEET_BYTES, sheet_parts
+from regrade.workbook.sheets import MAX_SHEET_BYTES, sheet_parts, workbook_parts
 
 MAIN = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
 RELATIONSHIPS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
@@ -64,7 +64,6 @@ _LINKED = re.compile(
     r"|\$?\d+:\$?\d+(?![\d.]))"
 )
 _EXTERNAL_REFERENCE = re.compile(r'<externalReference\b[^>]*?\b(?:\w+:)?id="([^"]+)"')
-_RELATIONSHIP = re.compile(r'<Relationship\b(?=[^>]*\bId="(?P<id>[^"]+)")(?=[^>]*\bTarget="(?P<target>[^"]+)")[^>]*>')
 _SHEET_ID = re.compile(r'<sheet\b[^>]*\bsheetId="(\d+)"')
 _RELATIONSHIP_PREFIX = re.compile(r'xmlns:(\w+)="' + re.escape(RELATIONSHIPS) + '"')
 
@@ -85,15 +84,13 @@ def cached_sheets(archive: zipfile.ZipFile) -> dict[tuple[int, str], CachedSheet
     without a refresh error. Empty for a workbook without external links or one this cannot
     read."""
     try:
-        workbook = archive.read("xl/workbook.xml").decode("utf-8", "replace")
-        relations = archive.read("xl/_rels/workbook.xml.rels").decode("utf-8", "replace")
+        workbook = archive.read(WORKBOOK).decode("utf-8", "replace")
+        parts = workbook_parts(archive)
     except KeyError:
         return {}
-    targets = {m.group("id"): m.group("target") for m in _RELATIONSHIP.finditer(relations)}
     found: dict[tuple[int, str], CachedSheet] = {}
     for link, relation in enumerate(_EXTERNAL_REFERENCE.findall(workbook), start=1):
-        target = targets.get(relation, "")
-        part = target.lstrip("/") if target.startswith("/") else "xl/" + target
+        part = parts.get(relation, "xl/")
         try:
             if archive.getinfo(part).file_size > MAX_SHEET_BYTES:
                 continue
@@ -155,10 +152,9 @@ class Linker:
         a function that needs a reference. Text in quotes is left alone."""
         if "[" not in formula:
             return formula
-        pieces = outside_quotes(formula)
-        if any(_NEEDS_A_REFERENCE.search(piece) for piece in pieces):
+        if any(_NEEDS_A_REFERENCE.search(piece) for piece in outside_quotes(formula)):
             return formula
-        return rejoined([_LINKED.sub(self._local, piece) for piece in pieces], quoted_strings(formula))
+        return rewritten_outside_quotes(formula, lambda piece: _LINKED.sub(self._local, piece))
 
     def _local(self, match: re.Match[str]) -> str:
         link = int(match.group("quoted_link") or match.group("link"))

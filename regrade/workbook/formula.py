@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from typing import Callable
 
 from openpyxl.formula.tokenizer import Token, Tokenizer
 from openpyxl.utils.cell import range_boundaries
@@ -28,19 +29,14 @@ def bare_name(name: str) -> str:
 
 
 def outside_quotes(formula: str) -> list[str]:
-    """The formula's text between its quoted strings (``"..."``), in order; the strings are
-    :func:`quoted_strings`, one fewer than these pieces."""
+    """The formula's text between its quoted strings (``"..."``), in order."""
     return _STRING.split(formula)
 
 
-def quoted_strings(formula: str) -> list[str]:
-    """The formula's quoted strings, quotes included, in order."""
-    return _STRING.findall(formula)
-
-
-def rejoined(pieces: list[str], strings: list[str]) -> str:
-    """A formula from the pieces outside its quoted strings (rewritten) and the strings."""
-    return "".join(part for pair in zip(pieces, strings + [""]) for part in pair)
+def rewritten_outside_quotes(formula: str, rewrite: Callable[[str], str]) -> str:
+    """``formula`` with ``rewrite`` applied to each piece between its quoted strings, which stay as they are."""
+    strings = _STRING.findall(formula) + [""]
+    return "".join(rewrite(piece) + string for piece, string in zip(outside_quotes(formula), strings))
 
 
 def tokens(formula: str) -> list[Token] | None:

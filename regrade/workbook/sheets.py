@@ -89,16 +89,25 @@ def formula_cells(path: Path) -> dict[str, set[tuple[int, int]]] | None:
     return found
 
 
+def workbook_parts(archive: zipfile.ZipFile) -> dict[str, str]:
+    """{relationship id: the part it names in the package} for the workbook part's
+    relationships (sheets, external links ...)."""
+    relations = archive.read("xl/_rels/workbook.xml.rels").decode("utf-8", "replace")
+    parts = {}
+    for match in _RELATIONSHIP.finditer(relations):
+        target = match.group("target")
+        parts[match.group("id")] = target.lstrip("/") if target.startswith("/") else "xl/" + target
+    return parts
+
+
 def sheet_parts(archive: zipfile.ZipFile) -> list[tuple[str, str]]:
     """(name, part) of each sheet, in workbook order, which is the order engines use."""
     workbook = archive.read("xl/workbook.xml").decode("utf-8", "replace")
-    relations = archive.read("xl/_rels/workbook.xml.rels").decode("utf-8", "replace")
-    targets = {m.group("id"): m.group("target") for m in _RELATIONSHIP.finditer(relations)}
+    parts = workbook_parts(archive)
     sheets = []
     for element in _SHEET.finditer(workbook):
         relation, name = _SHEET_ID.search(element.group(0)), _SHEET_NAME.search(element.group(0))
-        target = targets.get(relation.group(1), "") if relation else ""
-        part = target.lstrip("/") if target.startswith("/") else "xl/" + target
+        part = parts.get(relation.group(1), "xl/") if relation else "xl/"
         sheets.append((html.unescape(name.group(1)) if name else "", part))
     return sheets
 

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from regrade.workbook.formula import outside_quotes, quoted_strings, rejoined
+from regrade.workbook.formula import rewritten_outside_quotes
 from regrade.workbook.origin import saved_at
 from regrade.workbook.rewrite import READ_ERRORS, rewritten_parts, write_copy
 from regrade.workbook.screening import screen
@@ -47,7 +47,7 @@ def save_days(path: Path) -> list[dt.date]:
 def dated_formula(formula: str, day: dt.date) -> str:
     """``formula`` with each ``TODAY()`` outside quoted text replaced by ``DATE(y,m,d)``."""
     date = f"DATE({day.year},{day.month},{day.day})"
-    return rejoined([_TODAY.sub(date, piece) for piece in outside_quotes(formula)], quoted_strings(formula))
+    return rewritten_outside_quotes(formula, lambda piece: _TODAY.sub(date, piece))
 
 
 def write_dated_copy(path: Path, copy: Path, day: dt.date) -> bool:
