@@ -675,7 +675,7 @@ def audit_benchmark_command(ctx, folder, grader, recalc, fail_on, workers, limit
 
     FOLDER is SpreadsheetBench-layout (dataset.json, spreadsheet/<id>/<n>_<id>_answer.xlsx
     and _input.xlsx; the Verified _golden/_init naming too). Every finding has a stable id,
-    a severity, the task and a message (README lists the ids). --format json gives the
+    a severity, the task and a message (docs/audits.md lists the ids). --format json gives the
     report with a summary; csv gives one row per finding.
 
     \b

@@ -57,7 +57,7 @@ class FormulasEngine(PythonPackageEngine):
     package = "formulas"
     name = "formulas"
     full = True
-    # less faithful than IronCalc and LibreOffice (the probe pack, README): opt-in with --engines
+    # less faithful than IronCalc and LibreOffice (the probe pack, docs/conformance.md): opt-in with --engines
     in_default_consensus = False
 
     def __init__(self, settings: EngineSettings = EngineSettings(), whole_workbook: bool = False) -> None:
