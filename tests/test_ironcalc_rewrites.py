@@ -3,7 +3,7 @@ produce, and the values IronCalc computes through them against values worked out
 
 from regrade.values import CellRef
 from regrade.engines.ironcalc import IronCalcEngine
-from regrade.engines.ironcalc_rewrites import rewrite_criteria_calls as rewrite
+from regrade.engines.ironcalc_rewrites import rewrite_range_arguments as rewrite
 
 
 def test_single_cell_criteria_ranges_are_widened_only_in_range_positions():
@@ -62,3 +62,31 @@ def test_formulas_counts_through_cut_ranges_what_it_missed_in_whole_ones(workboo
     values = FormulasEngine().evaluate(path, cells)
     assert [values.cells[c] for c in cells] == [1, 10, 0, 1]
     assert values.formulas[cells[0]] == "=COUNTIF(A2:A1048576,5)"  # the file's formula is reported
+
+
+def test_exact_lookups_over_whole_columns_are_cut_and_approximate_ones_left_alone():
+    last = {None: 144, "Data": 50}.get
+    assert rewrite("=VLOOKUP(A1,Data!$B:$Z,9,FALSE)", last) == "=VLOOKUP(A1,Data!$B$1:$Z$50,9,FALSE)"
+    assert rewrite("=INDEX(C:C,MATCH(A1,B1:B1048576,0))", last) == "=INDEX(C:C,MATCH(A1,B1:B144,0))"
+    assert rewrite("=VLOOKUP(A1,B:C,2,0)", last) == "=VLOOKUP(A1,B$1:C$144,2,0)"
+    # an approximate match's binary search depends on the range's size: left alone
+    for formula in ("=VLOOKUP(A1,B:C,2)", "=VLOOKUP(A1,B:C,2,TRUE)", "=MATCH(A1,B:B)", "=MATCH(A1,B:B,-1)"):
+        assert rewrite(formula, last) == formula
+    assert rewrite("=VLOOKUP(A1,Nope!B:C,2,FALSE)", last) == "=VLOOKUP(A1,Nope!B:C,2,FALSE)"  # no such sheet
+    assert rewrite("=COUNTIF(A:A,1)", last) == "=COUNTIF(A:A,1)"  # IronCalc is quick on these already
+
+
+def test_cut_lookups_give_the_values_of_the_whole_columns(workbook):
+    # A2:A4 = x, 5, y and B2:B4 = 10, blank, 30; every row below is blank
+    path = workbook({"A2": "x", "A3": 5, "A4": "y", "B2": 10, "B4": 30,
+                     "D1": '=VLOOKUP("y",A:B,2,FALSE)',  # row 4: B4
+                     "D2": "=MATCH(5,A:A,0)",  # A3 is the 3rd cell of the column
+                     "D3": '=MATCH("*",$A:$A,0)',  # a wildcard matches text only: A2, not blank A1
+                     "D4": '=VLOOKUP("z",A$1:B$1048576,2,0)',  # nowhere: #N/A
+                     "D5": '=IFERROR(VLOOKUP(5,A:B,2,FALSE),"none")'})  # B3 is blank: 0
+    cells = [CellRef("Sheet1", row, 4) for row in range(1, 6)]
+    values = IronCalcEngine().evaluate(path, cells)
+    assert [values.cells[c] for c in cells[:3]] == [30, 3, 2]
+    assert str(values.cells[cells[3]]) == "#N/A"
+    assert values.cells[cells[4]] == 0
+    assert values.formulas[cells[0]] == '=VLOOKUP("y",A:B,2,FALSE)'  # the file's formula is reported

@@ -29,7 +29,7 @@ from openpyxl.worksheet.formula import ArrayFormula
 from openpyxl.utils.cell import coordinate_to_tuple, get_column_letter
 
 from regrade.engines.base import EngineSettings
-from regrade.engines.ironcalc_rewrites import last_row_readers, rewrite_criteria_calls
+from regrade.engines.ironcalc_rewrites import last_row_readers, rewrite_range_arguments
 from regrade.engines.pipeline import PythonPackageEngine
 from regrade.engines.rules import abstention
 from regrade.engines.totals import TotalsDefects, mend_totals
@@ -176,7 +176,7 @@ def _cut_criteria_ranges(book: openpyxl.Workbook) -> bool:
         for row in ws.iter_rows():
             for cell in row:
                 formula = formula_text(cell.value)
-                rewritten = rewrite_criteria_calls(formula, last_row) if formula else formula
+                rewritten = rewrite_range_arguments(formula, last_row) if formula else formula
                 if rewritten == formula:
                     continue
                 if isinstance(cell.value, ArrayFormula):

@@ -39,7 +39,7 @@ from typing import Any, Callable, Sequence
 
 from regrade.engines.departures import Departure, abstain_on_departures, offsets_of_a_computed_array
 from regrade.engines.ironcalc_bridge import ModelCell, bridge_functions
-from regrade.engines.ironcalc_rewrites import last_row_readers, rewrite_criteria_calls
+from regrade.engines.ironcalc_rewrites import last_row_readers, rewrite_range_arguments
 from regrade.engines.pipeline import PythonPackageEngine
 from regrade.engines.readings import number_value, unknown_functions
 from regrade.engines.rules import abstention
@@ -86,7 +86,7 @@ class IronCalcEngine(PythonPackageEngine):
         workbook_unknown = functools.cache(lambda: _workbook_unknown_functions(model))
         mentioned = mentions(path, (b"SUBTOTAL(", b"filterColumn", b"LOOKUP("))  # a quick look before the graph
         filtered = {b"SUBTOTAL(", b"filterColumn"} <= mentioned
-        empty_lookups = _lookups_of_empty_cells(model, names) if b"LOOKUP(" in mentioned else {}
+        empty_lookups = _lookups_of_empty_cells(model, names, originals) if b"LOOKUP(" in mentioned else {}
         computed_names = any(plain_area(n["formula"], names[0], names) is None for n in model.get_defined_name_list())
         result = WorkbookValues(sheet_names=names)
         for ref in cells:
@@ -163,7 +163,7 @@ def _work_around_defects(model: Any, names: list[str], path: Path) -> dict[tuple
         formula = model.get_cell_formula(sheet, row, column)
         if not formula:
             continue
-        rewritten = rewrite_criteria_calls(formula, last_row(names[sheet]))
+        rewritten = rewrite_range_arguments(formula, last_row(names[sheet]))
         if rewritten != formula:
             originals.setdefault((sheet, row, column), formula)
             model.update_cell_with_formula(sheet, row, column, rewritten)
@@ -229,14 +229,17 @@ def _computed_names_read(graph: FormulaGraph | None, cell: CellRef) -> str:
     return "what it reads" if cone is None or cone.open else ""
 
 
-def _lookups_of_empty_cells(model: Any, names: list[str]) -> dict[CellRef, str]:
+def _lookups_of_empty_cells(model: Any, names: list[str],
+                            originals: dict[tuple[int, int, int], str]) -> dict[CellRef, str]:
     """Formula cells calling VLOOKUP, HLOOKUP or XLOOKUP of an empty cell over a lookup range
     that holds an empty cell too, by function. IronCalc then matches that empty cell; Excel
     does not (SpreadsheetBench task 7902), and what it matches instead (LibreOffice: a ""
-    result) regrade cannot say. A range regrade cannot place counts as holding one."""
+    result) regrade cannot say. A range regrade cannot place counts as holding one. Read from
+    the file's formulas (``originals`` of the rewritten cells): a whole column cut at the
+    last used row still holds the blank rows below it."""
     found: dict[CellRef, str] = {}
     for sheet, row, column in model.get_all_cells():
-        formula = model.get_cell_formula(sheet, row, column)
+        formula = originals.get((sheet, row, column)) or model.get_cell_formula(sheet, row, column)
         if not formula or "LOOKUP(" not in formula.upper():
             continue
         for call in calls(formula):

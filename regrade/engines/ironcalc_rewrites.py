@@ -12,6 +12,15 @@
   (``$XFD$1048576``) under the same criteria, so IronCalc's value does not change.
   formulas 1.3.4 counts nothing in such ranges (``COUNTIF(A$1:A$1048576, 5)`` is 0), so
   :mod:`regrade.engines.formulas` cuts them the same way.
+- An exact-match VLOOKUP or MATCH (``VLOOKUP(x, Data!$B:$Z, 9, FALSE)``, ``MATCH(x, B:B, 0)``)
+  reads every row of a whole column: about 0.25 s each here, so the 10,000 of SpreadsheetBench
+  task 59932 take IronCalc some 40 minutes, where LibreOffice takes seconds (XLOOKUP and the
+  criteria functions are quick on whole columns). Their table is cut the same way. In Excel
+  an exact match never finds a blank cell (a wildcard matches text only; where IronCalc's
+  lookup of an empty cell finds one, rule ``ironcalc-lookup-of-empty`` abstains, as its probe
+  shows), so the first match lies in the rows kept and the value does not change.
+  Approximate matches (a binary search over the whole range) are left alone: where the
+  search lands depends on the range's size.
 """
 
 from __future__ import annotations
@@ -30,12 +39,16 @@ _RANGE_ARGUMENTS: dict[str, set[int] | None] = {
     "MAXIFS": {0, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29},
     "MINIFS": {0, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29},
 }
+# function -> (its table argument, the argument that says an exact match), both 0-based
+_EXACT_LOOKUPS: dict[str, tuple[int, int]] = {"VLOOKUP": (1, 3), "MATCH": (1, 2)}
+_EXACT = frozenset({"FALSE", "0"})
 _COUNTS = frozenset({"COUNTIF", "COUNTIFS"})
-_MENTIONS = re.compile(r"(?:COUNT|SUM|AVERAGE|MAX|MIN)IFS?\(", re.IGNORECASE)
+_MENTIONS = re.compile(r"(?:COUNT|SUM|AVERAGE|MAX|MIN)IFS?\(|VLOOKUP\(|MATCH\(", re.IGNORECASE)
 _SINGLE_CELL = re.compile(r"^(?P<prefix>(?:'(?:[^']|'')+'|[A-Za-z0-9_.]+)!)?(?P<cell>\$?[A-Z]{1,3}\$?\d+)$")
 _RANGE = re.compile(
     r"^(?P<prefix>(?:(?P<sheet>'(?:[^']|'')+'|[A-Za-z0-9_.]+))!)?"
-    r"(?P<left>\$?[A-Z]{1,3}\$?)(?P<top>\d+):(?P<right>\$?[A-Z]{1,3}\$?)(?P<bottom>\d+)$"
+    r"(?:(?P<left>\$?[A-Z]{1,3}\$?)(?P<top>\d+):(?P<right>\$?[A-Z]{1,3}\$?)(?P<bottom>\d+)"
+    r"|(?P<left_column>\$?[A-Z]{1,3}):(?P<right_column>\$?[A-Z]{1,3}))$"  # or whole columns: B:Z
 )
 BLANK = "$XFD$1048576:$XFD$1048576"  # a cell no workbook here uses (checked by the caller)
 CLIP_BEYOND = 10_000  # rows past the last used one worth cutting
@@ -53,10 +66,10 @@ def last_row_readers(last_rows: dict[str, int]) -> Callable[[str], LastRow | Non
     return lambda home: (lambda sheet: last_rows.get((sheet or home).lower()))
 
 
-def rewrite_criteria_calls(formula: str, last_row: LastRow | None = None) -> str:
+def rewrite_range_arguments(formula: str, last_row: LastRow | None = None) -> str:
     """Single cells in the criteria functions' range positions widened (``=COUNTIF(A1,"a")`` as
-    ``=COUNTIF(A1:A1,"a")``) and, with ``last_row``, ranges to the sheet's end cut at its last
-    used row; other formulas unchanged."""
+    ``=COUNTIF(A1:A1,"a")``) and, with ``last_row``, their ranges and an exact lookup's table
+    cut at the sheet's last used row where they reach far past it; other formulas unchanged."""
     if not _MENTIONS.search(formula):
         return formula
     tokens = formula_tokens(formula)
@@ -111,14 +124,24 @@ class _Frame:
         operand.value = f"{match.group('prefix') or ''}{match.group('cell')}:{match.group('cell')}"
         return True
 
+    def clip_positions(self, count: int) -> list[int]:
+        """The arguments :meth:`clip` may cut: the criteria functions' ranges, an exact lookup's table."""
+        if self.name not in _EXACT_LOOKUPS:
+            return self.range_positions(count)
+        table, mode = _EXACT_LOOKUPS[self.name]
+        exact = mode < count and "".join(t.value for t in self.argument(mode)).strip().upper() in _EXACT
+        return [table] if exact else []
+
     def clip(self, last_row: LastRow) -> bool:
         """Cut the range arguments at their sheets' last used row when all span the same rows far past it."""
         count = len(self.bounds) - 1
-        operands = [_sole_range(self.argument(i)) for i in self.range_positions(count)]
-        pairs = [(o, m) for o in operands if o is not None and (m := _RANGE.match(o.value)) is not None]
+        operands = [_sole_range(self.argument(i)) for i in self.clip_positions(count)]
+        whole_columns = self.name in _EXACT_LOOKUPS  # B:Z too; the criteria functions' are quick already
+        pairs = [(o, m) for o in operands if o is not None and (m := _RANGE.match(o.value)) is not None
+                 and (whole_columns or m["top"] is not None)]
         if not pairs or len(pairs) != len(operands):
             return False
-        spans = {(int(m["top"]), int(m["bottom"])) for _, m in pairs}
+        spans = {_rows(m) for _, m in pairs}
         lasts = [last_row(_sheet_name(m["sheet"])) for _, m in pairs]
         known = [last for last in lasts if last is not None]
         if len(spans) != 1 or len(known) != len(lasts):
@@ -128,7 +151,9 @@ class _Frame:
         if bottom - new_bottom <= CLIP_BEYOND:
             return False
         for operand, match in pairs:
-            operand.value = f"{match['prefix'] or ''}{match['left']}{top}:{match['right']}{new_bottom}"
+            left, right = ((match["left"], match["right"]) if match["top"] is not None
+                           else (match["left_column"] + "$", match["right_column"] + "$"))
+            operand.value = f"{match['prefix'] or ''}{left}{top}:{right}{new_bottom}"
         if self.name in _COUNTS:  # the blank rows cut off, counted as one blank cell times their number
             criteria = ["".join(t.value for t in self.argument(i)) for i in range(1, count, 2)]
             blank = ",".join(f"{BLANK},{criterion}" for criterion in criteria)
@@ -136,6 +161,11 @@ class _Frame:
             opener.value = "(" + opener.value
             closer.value = f"{closer.value}+{bottom - new_bottom}*{self.name}({blank}))"
         return True
+
+
+def _rows(match: re.Match[str]) -> tuple[int, int]:
+    """The first and last row a matched range spans (a whole column: all of them)."""
+    return (int(match["top"]), int(match["bottom"])) if match["top"] is not None else (1, MAX_ROWS)
 
 
 def _sole_range(argument: list[Token]) -> Token | None:
