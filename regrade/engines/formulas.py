@@ -69,7 +69,7 @@ class FormulasEngine(PythonPackageEngine):
 
         path = analysis.path
         try:
-            book = load_formula_book(path)
+            book = load_formula_book(path, pivot_tables=True)  # saved again when rewritten
         except MemoryError:  # a limit, not a broken file: the isolating worker reports it
             raise
         except Exception as exc:
