@@ -1,7 +1,8 @@
 """One pipeline per workbook, the same for every full engine.
 
 screen once → the linked copy, when the workbook caches other workbooks' values
-(:mod:`regrade.workbook.external`) → analyse (the formula graph built at most once, on demand) → the engine
+(:mod:`regrade.workbook.external`) → the cone copy, when the workbook asks for much work
+beyond what the graded cells need (:mod:`regrade.workbook.cone_copy`) → analyse (the formula graph built at most once, on demand) → the engine
 computes → its own rules and its totals mending (inside :meth:`ComputingEngine.compute`)
 → the rules every engine shares (:mod:`regrade.engines.unrepeatable`). An engine opened
 through the registry runs all of it in its worker process, under the workbook's time and
@@ -11,6 +12,7 @@ memory limit (:mod:`regrade.engines.isolation`).
 from __future__ import annotations
 
 import importlib
+from contextlib import nullcontext
 from importlib import metadata
 from pathlib import Path
 from typing import ClassVar, Sequence
@@ -19,6 +21,7 @@ from regrade.engines.base import EngineBase, EngineSettings
 from regrade.engines.unrepeatable import abstain_where_no_engine_can
 from regrade.values import CellRef, WorkbookValues
 from regrade.workbook.analysis import WorkbookAnalysis
+from regrade.workbook.cone_copy import cone_workbook
 from regrade.workbook.external import linked_workbook
 
 
@@ -26,6 +29,7 @@ class ComputingEngine(EngineBase):
     """A full engine: it recomputes formulas; :meth:`compute` is its own part of the pipeline."""
 
     full: ClassVar[bool] = True
+    narrow_to_cone: bool = True  # compute the cone copy of a heavy workbook; False: bench/cone_copy.py's baseline
 
     def evaluate(self, path: Path, cells: Sequence[CellRef]) -> WorkbookValues:
         analysis = WorkbookAnalysis(path)
@@ -33,10 +37,12 @@ class ComputingEngine(EngineBase):
             return WorkbookValues(failure=analysis.failure)
         if self.settings.as_grader:  # a grader's recalculation reads no external link's cache
             return abstain_where_no_engine_can(analysis, self.compute(analysis, cells))
-        with linked_workbook(path) as computed:
-            if computed != path:
-                analysis = WorkbookAnalysis(computed)
-            values = self.compute(analysis, cells)
+        with linked_workbook(path) as linked:
+            if linked != path:
+                analysis = WorkbookAnalysis(linked)
+            narrowed = cone_workbook(linked, analysis.graph, cells) if self.narrow_to_cone else nullcontext(linked)
+            with narrowed as computed:
+                values = self.compute(analysis if computed == linked else WorkbookAnalysis(computed), cells)
             return abstain_where_no_engine_can(analysis, values)
 
     def compute(self, analysis: WorkbookAnalysis, cells: Sequence[CellRef]) -> WorkbookValues:

@@ -77,6 +77,7 @@ class Cone:
     open: bool = False  # some reference could not be placed: it may read anything
     external: bool = False  # some formula reads another workbook
     computed_names: set[str] = field(default_factory=set)  # defined names that are a formula or a constant
+    areas: set[Area] = field(default_factory=set)  # every area its formulas read
 
 
 class FormulaGraph:
@@ -135,7 +136,7 @@ class FormulaGraph:
     def cone(self, targets: Iterable[Cell]) -> Cone:
         cone = Cone()
         pending = [t for t in targets if t in self.formulas]
-        walked: set[Area] = set()  # an area many formulas read (a whole column) is walked once
+        walked = cone.areas  # an area many formulas read (a whole column) is walked once
         while pending:
             cell = pending.pop()
             if cell in cone.cells:

@@ -1,0 +1,104 @@
+"""The cone copy (workbook/cone_copy.py): which formulas it leaves out, and that the engines
+compute from it the graded values worked out by hand."""
+
+import re
+import zipfile
+from pathlib import Path
+
+import openpyxl
+import pytest
+
+from regrade.engines.ironcalc import IronCalcEngine
+from regrade.values import CellRef
+from regrade.workbook.cone_copy import CONE_WORK, asks_much_work, write_cone_copy
+from regrade.workbook.cones import load_graph
+from tests.conftest import SHARED, SHARED_ABSENT, require_engines
+
+
+def _formulas(path: Path) -> dict[str, str]:
+    book = openpyxl.load_workbook(path)
+    return {cell.coordinate: cell.value for row in book.active.iter_rows() for cell in row
+            if isinstance(cell.value, str) and cell.value.startswith("=")}
+
+
+def _with_shared_formula(path: Path) -> None:
+    """G1:G3 as one shared formula (=A1*3, =A2*3, =A3*3), as Excel writes it (openpyxl does not)."""
+    with zipfile.ZipFile(path) as archive:
+        parts = {info.filename: archive.read(info) for info in archive.infolist()}
+    sheet = parts["xl/worksheets/sheet1.xml"].decode()
+    shared = ['<f t="shared" ref="G1:G3" si="0">A1*3</f>', '<f t="shared" si="0"/>', '<f t="shared" si="0"/>']
+    for row, element in enumerate(shared, start=1):
+        sheet, count = re.subn(rf'<c r="G{row}"([^>]*)><f>[^<]*</f><v */></c>', rf'<c r="G{row}"\1>{element}</c>', sheet)
+        assert count == 1
+    parts["xl/worksheets/sheet1.xml"] = sheet.encode()
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in parts.items():
+            archive.writestr(name, data)
+
+
+def test_formulas_no_graded_cell_depends_on_are_left_out(workbook, tmp_path):
+    path = workbook({
+        "A1": 1, "A2": 2, "A3": 4,
+        "B1": "=A1*2",  # read by the graded D1: kept
+        "H9": "=SUMPRODUCT(A:A*A:A)",  # nothing reads it: left out
+        "C9": "=B1+100",  # nothing reads it: left out
+        "D1": "=B1+G3+SUM(F2:F3)",  # graded
+        "F1": "=A1:A3",  # nothing reads it, but it could spill into F2:F3, which D1 reads: kept
+        "C2": "=A1",  # likewise: it lies above and left of F3, the far corner of what D1 reads
+        "G1": "=0", "G2": "=0", "G3": "=0",  # made one shared formula below; D1 reads G3
+    })
+    _with_shared_formula(path)
+    copy = tmp_path / "copy.xlsx"
+    assert write_cone_copy(path, copy, load_graph(path), [CellRef("Sheet1", 1, 4)])
+    kept = _formulas(copy)
+    assert set(kept) == {"B1", "C2", "D1", "F1", "G1", "G3"}  # G1 holds the text G3 shares; G2 is left out
+    assert openpyxl.load_workbook(copy).active["C9"].value is None  # no cached value left behind
+    # the graded value through the copy, by hand: B1 = 2, G3 = A3*3 = 12, F2:F3 = blank or the
+    # spill of F1 (A2, A3 = 2, 4), 6 with a spill, 0 without: the engine's value is the same in both
+    for engine in (IronCalcEngine(),):
+        from_file = engine.evaluate(path, [CellRef("Sheet1", 1, 4)]).cells[CellRef("Sheet1", 1, 4)]
+        from_copy = engine.evaluate(copy, [CellRef("Sheet1", 1, 4)]).cells[CellRef("Sheet1", 1, 4)]
+        assert from_copy == from_file and from_file in (14, 20)
+
+
+def test_no_copy_when_the_cone_may_read_any_cell(workbook, tmp_path):
+    path = workbook({"A1": 1, "B1": '=INDIRECT("A"&1)', "C1": "=SUMPRODUCT(A:A*A:A)"})
+    assert not write_cone_copy(path, tmp_path / "copy.xlsx", load_graph(path), [CellRef("Sheet1", 1, 2)])
+
+
+def test_only_a_workbook_asking_for_much_work_is_narrowed(workbook):
+    whole_columns = CONE_WORK // (2 * 1_048_576) + 1  # each formula reads two whole columns
+    heavy = workbook({f"C{row}": "=SUMPRODUCT(A:A*B:B)" for row in range(1, whole_columns + 1)}, name="heavy.xlsx")
+    light = workbook({"C1": "=SUMPRODUCT(A:A*B:B)"}, name="light.xlsx")
+    assert asks_much_work(heavy) and not asks_much_work(light)
+
+
+def test_engines_compute_the_graded_cells_of_a_heavy_workbook_through_its_cone(workbook):
+    require_engines("ironcalc", "libreoffice", "formulon")
+    from regrade.engines.registry import open_engine
+
+    # 20 whole-column array products nobody reads (40 M referenced cells, past CONE_WORK) beside
+    # a graded cell: E1 = SUM(A1:A3) * 2 = (1 + 2 + 4) * 2 = 14, by hand
+    cells = {"A1": 1, "A2": 2, "A3": 4, "E1": "=SUM(A1:A3)*2"}
+    cells.update({f"C{row}": "=SUMPRODUCT(A:A*B:B)" for row in range(1, 21)})
+    path = workbook(cells)
+    assert asks_much_work(path)
+    graded = CellRef("Sheet1", 1, 5)
+    for name in ("ironcalc", "libreoffice", "formulon"):
+        values = open_engine(name, timeout_s=120).evaluate(path, [graded])
+        assert values.cells[graded] == 14, name
+        assert values.formulas[graded] == "=SUM(A1:A3)*2"
+
+
+@pytest.mark.skipif(not (SHARED / "dataset.json").is_file(), reason=SHARED_ABSENT)
+def test_a_heavy_workbook_is_computed_through_its_cone_as_excel_computed_it():
+    """Task 59932: 10,000 whole-column lookups and 350 whole-column array formulas that the
+    answer (All!J12:J3400) does not read; IronCalc computed them all for minutes. Through the
+    cone copy, the answer cells equal Excel's cached values."""
+    path = SHARED / "spreadsheet" / "59932" / "1_59932_answer.xlsx"
+    assert asks_much_work(path)
+    cells = [CellRef("All", row, 10) for row in range(12, 3401, 97)]
+    cached = openpyxl.load_workbook(path, data_only=True, read_only=True)["All"]
+    excel = {cell: cached.cell(cell.row, cell.column).value for cell in cells}
+    values = IronCalcEngine().evaluate(path, cells)
+    assert {cell: values.cells[cell] for cell in cells} == excel
