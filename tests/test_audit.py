@@ -20,9 +20,9 @@ from regrade.audit.grader import audit_grader, audit_table
 from regrade.cli import main
 from regrade.audit.controls import PACK, PackError, load_pack
 from regrade.grading.graders import make_grader
+from tests.conftest import SHARED, SHARED_ABSENT
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "spreadsheetbench"
 
 
 @pytest.fixture(scope="module")
@@ -218,7 +218,7 @@ def test_the_benchmark_audit_command_exit_status_and_formats(small_benchmark):
     assert rows.output.splitlines()[0] == "grader,id,severity,task_id,case,message"
 
 
-@pytest.mark.skipif(not (SHARED / "official_grades.json").is_file(), reason="the shared SpreadsheetBench split is absent")
+@pytest.mark.skipif(not (SHARED / "official_grades.json").is_file(), reason=SHARED_ABSENT)
 def test_self_match_and_do_nothing_agree_with_the_official_decisions(tmp_path):
     """On tasks of the shared split chosen for their official outcomes (goldens that fail,
     inputs that pass, and clean ones), the audit's per-case decisions equal the official ones."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import multiprocessing
-from pathlib import Path
 
 import pytest
 
@@ -18,10 +17,10 @@ from regrade.engines.cached import CachedEngine
 from regrade.grading.policies import OfficialPolicy, TargetError
 from regrade.grading.grade import GoldenError, grade, load_golden
 from regrade.runs.cases import golden_files, input_file, load_dataset
+from tests.conftest import SHARED, SHARED_ABSENT
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "spreadsheetbench"
 pytestmark = pytest.mark.skipif(
-    not (SHARED / "official_grades.json").is_file(), reason="the shared SpreadsheetBench split is absent"
+    not (SHARED / "official_grades.json").is_file(), reason=SHARED_ABSENT
 )
 
 
