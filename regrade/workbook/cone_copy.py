@@ -163,22 +163,21 @@ def _without_unneeded_formulas(data: bytes, sheet: str, cone: Cone, targets: Seq
     needed = {(c.row, c.column) for c in cone.cells if c.sheet == sheet} | {(t.row, t.column) for t in targets
                                                                              if t.sheet == sheet}
     needed_groups: set[bytes] = set()
-    unneeded: set[int] = set()  # the start offsets of the cells to empty
+    candidates = []  # (where the cell starts, its shared group or None, whether it holds the group's text)
     for start, row, column, formula in found:
         shared = _SHARED_INDEX.search(formula.group(1))
+        group = shared.group(1) if shared else None
         if (row, column) in needed or reach.covers(row, column) or _holds_needed(formula.group(1), needed):
-            if shared:
-                needed_groups.add(shared.group(1))
+            if group is not None:
+                needed_groups.add(group)
         else:
-            unneeded.add(start)
+            candidates.append((start, group, bool(formula.group(2))))
+    # a left-out cell that holds the text of a group a kept cell shares stays
+    unneeded = {start for start, group, holds_text in candidates if not (holds_text and group in needed_groups)}
 
     def empty(match: re.Match[bytes]) -> bytes:
         if match.start() not in unneeded:
             return match.group(0)
-        formula = _FORMULA_ELEMENT.search(match.group(2))
-        shared = _SHARED_INDEX.search(formula.group(1)) if formula else None
-        if shared and shared.group(1) in needed_groups and formula is not None and formula.group(2):
-            return match.group(0)  # the group's text, which a kept cell shares
         return b"<c" + _VALUE_ATTRIBUTES.sub(b"", match.group(1)) + b"/>"
 
     return _CELL.sub(empty, data) if unneeded else data
