@@ -75,6 +75,18 @@ CellResult = PlainValue | ExcelError | CannotEvaluate
 EXCEL_ERROR_CODES = frozenset(
     {"#NULL!", "#DIV/0!", "#VALUE!", "#REF!", "#NAME?", "#NUM!", "#N/A", "#GETTING_DATA", "#SPILL!", "#CALC!"}
 )
+# The errors a cell of the file can hold as themselves (ECMA-376 Part 1, 18.18.11, and [MS-XLSB]'s
+# #GETTING_DATA). Excel writes a newer error (#SPILL!, #CALC!, #FIELD! ...) as <v>#VALUE!</v>, its
+# kind kept in rich-value metadata (the cell's vm, an xl/richData value of type _error) that
+# openpyxl, and so every grader, does not read: 10 such cells in the oracle corpora, all #VALUE!.
+STORED_ERROR_CODES = frozenset({"#NULL!", "#DIV/0!", "#VALUE!", "#REF!", "#NAME?", "#NUM!", "#N/A", "#GETTING_DATA"})
+
+
+def as_stored(value: CellResult) -> CellResult:
+    """An engine's value as Excel writes it to the file: an error with no code there becomes ``#VALUE!``."""
+    if isinstance(value, ExcelError) and value.code not in STORED_ERROR_CODES:
+        return ExcelError("#VALUE!")
+    return value
 
 
 @dataclass(frozen=True)

@@ -30,13 +30,21 @@ class Departure:
     rule: str
     only_on: ExcelError | None = None  # a cell abstains only when the engine's value is this error
     on_any_error: bool = False  # ... only when the engine's value is an error
+    beyond: float | None = None  # ... only when the engine's value is a number of greater magnitude
     plain_only: bool = False  # only in a formula saved plain (without array metadata, as openpyxl writes it)
 
     def concerns(self, value: CellResult) -> bool:
         """Whether the rule may fire on a cell with this value."""
         if self.only_on is not None:
             return value == self.only_on
+        if self.beyond is not None:
+            return isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) > self.beyond
         return isinstance(value, ExcelError) if self.on_any_error else True
+
+
+def any_call(call: Call) -> bool:
+    """Every call of the function."""
+    return True
 
 
 # Ways of calling that more than one engine gets wrong (LibreOffice and Formulon)
@@ -60,6 +68,18 @@ def columns_of_an_array(call: Call) -> bool:
     return len(call.args) >= 3 and call.args[2].startswith("{")
 
 
+# Where every full engine here (IronCalc, LibreOffice, Formulon) departs from Excel alike; each lists these.
+# Next to a pole of TAN, COT, SEC or CSC the digits depend on how the argument is reduced by pi: the
+# value's absolute error grows as its square (Excel's, fitted on IronCalc's TAN.xlsx and
+# TRIGONOMETRIC.xlsx, as pi carried to 66 bits, x87's FPTAN), so beyond 1e5 two engines part in
+# the 10th decimal and beyond 1e8 in the 2nd.
+POLE_MAGNITUDE = 1e5
+SHARED_DEPARTURES = tuple(Departure(name, any_call, "trigonometric-pole", beyond=POLE_MAGNITUDE)
+                          for name in ("TAN", "COT", "SEC", "CSC"))
+# IronCalc and Formulon give #VALUE! for a TEXT format code they cannot read (LibreOffice: Err:502)
+TEXT_FORMAT_REJECTED = Departure("TEXT", any_call, "text-format-rejected", only_on=ExcelError("#VALUE!"))
+
+
 def abstain_on_departures(analysis: WorkbookAnalysis, values: WorkbookValues,
                           departures: Sequence[Departure]) -> WorkbookValues:
     """A graded formula cell with one of ``departures`` in its dependency cone abstains.
@@ -68,9 +88,7 @@ def abstain_on_departures(analysis: WorkbookAnalysis, values: WorkbookValues,
     open cone lists every formula cell of the workbook, for each graded cell."""
     if values.failure is not None or not values.formulas:
         return values
-    errors = {v for v in values.cells.values() if isinstance(v, ExcelError)}
-    possible = [d for d in departures
-                if (d.only_on in errors if d.only_on is not None else bool(errors) or not d.on_any_error)]
+    possible = [d for d in departures if any(d.concerns(v) for v in values.cells.values())]
     texts = formula_texts(analysis.path, tuple(f"{d.function}(" for d in possible)) if possible else []
     present = [d for d in possible if any(_calls_so(d, text) for text in texts)]
     graph = analysis.graph() if present else None

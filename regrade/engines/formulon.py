@@ -53,8 +53,8 @@ import re
 from typing import Any, Callable, ClassVar, Sequence
 
 from regrade.engines.departures import (
-    Departure, abstain_on_departures, columns_of_an_array, empty_flag_left_out, offsets_of_a_computed_array,
-    offsets_of_an_array,
+    SHARED_DEPARTURES, TEXT_FORMAT_REJECTED, Departure, abstain_on_departures, any_call, columns_of_an_array, empty_flag_left_out,
+    offsets_of_a_computed_array, offsets_of_an_array,
 )
 from regrade.engines.pipeline import PythonPackageEngine
 from regrade.engines.rules import abstention
@@ -189,7 +189,7 @@ _DEPARTURES = (
     Departure("AGGREGATE", _aggregate_array, "formulon-legacy-array-argument", plain_only=True),
     *(Departure(name, _criteria_array(indexes), "formulon-legacy-array-argument", plain_only=True)
       for name, indexes in _CRITERIA.items()),
-    *(Departure(name, lambda call: True, "formulon-plain-dynamic-array", on_any_error=True, plain_only=True)
+    *(Departure(name, any_call, "formulon-plain-dynamic-array", on_any_error=True, plain_only=True)
       for name in _DYNAMIC_ARRAY_FUNCTIONS),
     *(Departure(name, _of_a_structured_reference, "formulon-row-of-structured-reference") for name in ("ROW", "COLUMN")),
     # shared with LibreOffice (regrade.engines.libreoffice): seen on the rules' probes
@@ -197,6 +197,8 @@ _DEPARTURES = (
     Departure("OFFSET", offsets_of_an_array, "formulon-offset-array"),
     Departure("OFFSET", offsets_of_a_computed_array, "offset-computed-array", only_on=ExcelError("#VALUE!")),
     *(Departure(name, columns_of_an_array, "formulon-lookup-column-array") for name in ("VLOOKUP", "HLOOKUP")),
+    TEXT_FORMAT_REJECTED,
+    *SHARED_DEPARTURES,
 )
 
 

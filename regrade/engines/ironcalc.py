@@ -37,7 +37,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from regrade.engines.departures import Departure, abstain_on_departures, offsets_of_a_computed_array
+from regrade.engines.departures import (
+    SHARED_DEPARTURES, TEXT_FORMAT_REJECTED, Departure, abstain_on_departures, offsets_of_a_computed_array,
+)
 from regrade.engines.ironcalc_bridge import ModelCell, bridge_functions
 from regrade.engines.ironcalc_rewrites import last_row_readers, rewrite_range_arguments
 from regrade.engines.pipeline import PythonPackageEngine
@@ -125,7 +127,8 @@ class IronCalcEngine(PythonPackageEngine):
 
 
 # Ways of calling where IronCalc departs from Excel (regrade.engines.departures)
-_DEPARTURES = (Departure("OFFSET", offsets_of_a_computed_array, "offset-computed-array"),)
+_DEPARTURES = (Departure("OFFSET", offsets_of_a_computed_array, "offset-computed-array"), TEXT_FORMAT_REJECTED,
+               *SHARED_DEPARTURES)
 
 
 # IronCalc computes SUBTOTAL 101-111 itself (110 and 111 through the bridge) and AGGREGATE

@@ -44,7 +44,8 @@ from typing import Sequence
 
 from regrade.engines.base import DEFAULT_MEMORY_MB, EngineSettings
 from regrade.engines.departures import (
-    Departure, abstain_on_departures, columns_of_an_array, empty_flag_left_out, offsets_of_an_array,
+    SHARED_DEPARTURES, Departure, abstain_on_departures, any_call, columns_of_an_array, empty_flag_left_out,
+    offsets_of_an_array,
 )
 from regrade.engines.isolation import die_with_parent
 from regrade.engines.libreoffice_files import kill_office_processes, office_environment, remove_office_files
@@ -214,10 +215,11 @@ _DEPARTURES = (
     # where LibreOffice reads the text, it reads it as Excel does (task 55392: "1-JAN"&year)
     *(Departure(name, reads_a_date_from_text, "libreoffice-date-text", only_on=_VALUE)
       for name in TAKES_A_DATE + READS_TEXT_AS_DATE),
-    Departure("FILTERXML", lambda call: True, "libreoffice-filterxml"),
+    Departure("FILTERXML", any_call, "libreoffice-filterxml"),
     Departure("OFFSET", offsets_of_an_array, "libreoffice-offset-array"),
     *(Departure(name, columns_of_an_array, "libreoffice-lookup-column-array") for name in ("VLOOKUP", "HLOOKUP")),
-    *(Departure(name, lambda call: True, "libreoffice-small-large-k", only_on=_VALUE) for name in ("SMALL", "LARGE")),
+    *(Departure(name, any_call, "libreoffice-small-large-k", only_on=_VALUE) for name in ("SMALL", "LARGE")),
+    *SHARED_DEPARTURES,
 )
 
 

@@ -4,7 +4,8 @@ screen once → the linked copy, when the workbook caches other workbooks' value
 (:mod:`regrade.workbook.external`) → the cone copy, when the workbook asks for much work
 beyond what the graded cells need (:mod:`regrade.workbook.cone_copy`) → analyse (the formula graph built at most once, on demand) → the engine
 computes → its own rules and its totals mending (inside :meth:`ComputingEngine.compute`)
-→ the rules every engine shares (:mod:`regrade.engines.unrepeatable`). An engine opened
+→ its values as Excel would store them (:func:`regrade.values.as_stored`: ``#CALC!`` is
+saved as ``#VALUE!``) → the rules every engine shares (:mod:`regrade.engines.unrepeatable`). An engine opened
 through the registry runs all of it in its worker process, under the workbook's time and
 memory limit (:mod:`regrade.engines.isolation`).
 """
@@ -19,7 +20,7 @@ from typing import ClassVar, Sequence
 
 from regrade.engines.base import EngineBase, EngineSettings
 from regrade.engines.unrepeatable import abstain_where_no_engine_can
-from regrade.values import CellRef, WorkbookValues
+from regrade.values import CellRef, WorkbookValues, as_stored
 from regrade.workbook.analysis import WorkbookAnalysis
 from regrade.workbook.cone_copy import cone_workbook
 from regrade.workbook.external import linked_workbook
@@ -43,6 +44,7 @@ class ComputingEngine(EngineBase):
             narrowed = cone_workbook(linked, analysis.graph, cells) if self.narrow_to_cone else nullcontext(linked)
             with narrowed as computed:
                 values = self.compute(analysis if computed == linked else WorkbookAnalysis(computed), cells)
+            values.cells = {ref: as_stored(value) for ref, value in values.cells.items()}
             return abstain_where_no_engine_can(analysis, values)
 
     def compute(self, analysis: WorkbookAnalysis, cells: Sequence[CellRef]) -> WorkbookValues:

@@ -82,6 +82,17 @@ RULES: tuple[Rule, ...] = (
           "Excel ranks empty elements apart from numbers in an approximate lookup, by a rule it does not "
           "document and no engine here follows",
           ("SpreadsheetBench 57448",)),
+    _rule("text-format-rejected", ("ironcalc", "formulon"), "engine-departure",
+          "the cell is #VALUE! and its cone calls TEXT",
+          "Excel's TEXT renders a format code its number formats accept (a percent sign with an exponent, "
+          "|#%e-#|); IronCalc and Formulon read fewer codes and give #VALUE! for the others (LibreOffice "
+          "gives Err:502, libreoffice-engine-error)",
+          ("Apache POI NumberFormatApproxTests.xlsx (fixtures/oracles/poi): 20 cells", ITS_PROBE)),
+    _rule("trigonometric-pole", ("ironcalc", "libreoffice", "formulon"), "engine-departure",
+          "the cell's value is beyond 1e5 in magnitude and its cone calls TAN, COT, SEC or CSC",
+          "next to a pole the digits depend on how the function reduces its argument by pi: Excel's TAN of "
+          "PI()/2 is 1.6325e16, every engine's 1.6331e16, and the difference grows as the value's square",
+          ("IronCalc docs/TAN.xlsx and TRIGONOMETRIC.xlsx (fixtures/oracles/ironcalc): 8 cells", ITS_PROBE)),
     # --- totals mending (engines/totals.py), for the engines that get SUBTOTAL or AGGREGATE wrong ---
     _rule("totals-not-computed", ("ironcalc", "formulon", "gnumeric", "pycel"), "engine-departure",
           "the cone holds a SUBTOTAL or AGGREGATE the engine gets wrong here (rows a filter or the user hides, "
