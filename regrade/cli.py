@@ -29,18 +29,24 @@ from regrade.audit.controls import PACK as CONTROL_PACK
 from regrade.audit.controls import load_pack
 from regrade.grading.graders import GRADERS, GraderError, make_grader
 from regrade.grading.grade import grade_case
-from regrade.paired.tables import AGGREGATES, UNITS, PairingError, aggregate, changed_transitions, count_changes, paired_table
+from regrade.paired.tables import (
+    AGGREGATES, UNITS, PairingError, aggregate, changed_transitions, count_changes, paired_table, unpaired_units,
+)
 from regrade.audit.probes import MATRIX, OUTCOMES, load_matrix, record_matrix, run_pack
 from regrade.audit.probes import scores as probe_scores
 from regrade.provenance import provenance
 from regrade.render.rows import FORMATS, TABLE_FORMATS, render
-from regrade.results import ResultsError, json_value, read_outcomes, read_results, write_jsonl
+from regrade.results import (
+    ResultsError, json_value, read_outcomes, read_results, require_rescored, results_warnings, write_jsonl,
+)
 from regrade.paired.stats import CORRECTIONS, INTERVALS
 from regrade.runner import (
     SHALLOW_ENGINES, RescoreSettings, ResultCache, default_cache_dir, engine_versions, rescore_run,
 )
-from regrade.runs.cases import Case, RunError, manifest_cases, spreadsheetbench_cases
-from regrade.grading.verdicts import ARTIFACT, VERDICTS
+from regrade.runs.cases import Case, RunError, manifest_cases, parse_conditions, run_conditions, spreadsheetbench_cases
+from regrade.runs.inventory import EmptyCondition, check_inventory, take_inventory
+from regrade.grading.summary import summarise
+from regrade.grading.verdicts import VERDICTS
 
 LIBRARY_ERRORS = (RunError, ResultsError, PairingError, ValueError, OSError)
 
@@ -52,12 +58,39 @@ def library_errors(command: Callable) -> Callable:
     def wrapper(*args, **kwargs):
         try:
             return command(*args, **kwargs)
+        except BrokenPipeError:
+            raise  # the reader of stdout went away (regrade table x | head): click stops quietly
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            raise click.exceptions.Exit(INTERRUPTED) from None
+        except EmptyCondition as exc:
+            if _debugging():
+                raise
+            raise click.UsageError(str(exc)) from exc  # exit status 2: nothing of the run was graded
         except LIBRARY_ERRORS as exc:
-            if click.get_current_context().find_root().params.get("debug"):
+            if _debugging():
                 raise
             raise click.ClickException(str(exc)) from exc
 
     return wrapper
+
+
+SHOWN_IDS = 5  # task ids quoted in a warning
+INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a program Ctrl-C stopped
+
+
+def _debugging() -> bool:
+    return bool(click.get_current_context().find_root().params.get("debug"))
+
+
+class CommandLine(click.Group):
+    """The ``regrade`` group: ``--debug`` is read anywhere on the line, not only before the subcommand."""
+
+    def main(self, args=None, *rest, **extra):
+        words = list(sys.argv[1:] if args is None else args)
+        if "--debug" in words[1:]:
+            words = ["--debug", *(w for w in words if w != "--debug")]
+        return super().main(words, *rest, **extra)
 
 
 def run_options(command: Callable) -> Callable:
@@ -65,30 +98,49 @@ def run_options(command: Callable) -> Callable:
     options = [
         click.option("--dataset", type=click.Path(path_type=Path, file_okay=False), help="SpreadsheetBench-layout folder (dataset.json, spreadsheet/)."),
         click.option("--condition", "conditions", multiple=True, metavar="NAME=OUTDIR", help="A condition and its output folder (repeat). With --dataset."),
+        click.option("--runs", "runs_dir", type=click.Path(path_type=Path, file_okay=False), help="With --dataset: every subfolder of this folder is a condition named after it (SpreadsheetBench's outputs/{setting}_{model}/)."),
+        click.option("--allow-missing", is_flag=True, help="Grade a condition none of whose outputs exist (each a confirmed-fail, reason missing-output) instead of stopping with exit status 2."),
         click.option("--stack", default="default", show_default=True, help="Stack (agent/model) label for --dataset runs."),
         click.option("--benchmark", default="spreadsheetbench", show_default=True, help="Benchmark label for --dataset runs."),
         click.option("--manifest", type=click.Path(path_type=Path, dir_okay=False), help="CSV or JSONL manifest of cases instead of --dataset."),
         click.option("--policy", type=click.Choice(sorted(POLICIES)), default="spreadsheetbench", show_default=True, help="Which cells are graded and how values compare."),
-        click.option("--timeout", type=float, default=DEFAULT_TIMEOUT_S, show_default=True, help="Seconds an engine may spend on one workbook."),
+        click.option("--timeout", type=POSITIVE_SECONDS, default=DEFAULT_TIMEOUT_S, show_default=True, help="Seconds an engine may spend on one workbook."),
     ]
     for option in reversed(options):
         command = option(command)
     return command
 
 
-def load_cases(dataset: Path | None, conditions: tuple[str, ...], stack: str, benchmark: str, manifest: Path | None) -> list[Case]:
+POSITIVE_SECONDS = click.FloatRange(min=0, min_open=True)
+
+
+def load_cases(dataset: Path | None, conditions: tuple[str, ...], runs_dir: Path | None, stack: str, benchmark: str,
+               manifest: Path | None, allow_missing: bool) -> list[Case]:
+    """The run's cases, after its inventory is said on stderr (:mod:`regrade.runs.inventory`)."""
     if (dataset is None) == (manifest is None):
-        raise click.UsageError("give either --dataset (with --condition NAME=OUTDIR) or --manifest")
+        raise click.UsageError("give either --dataset (with --condition NAME=OUTDIR or --runs DIR) or --manifest")
+    folders: dict[str, Path] = {}
     if manifest is not None:
-        return manifest_cases(manifest)
-    parsed: dict[str, Path] = {}
-    for text in conditions:
-        name, sep, folder = text.partition("=")
-        if not sep or not name or not folder:
-            raise click.UsageError(f"--condition takes NAME=OUTDIR, got {text!r}")
-        parsed[name] = Path(folder)
-    assert dataset is not None
-    return spreadsheetbench_cases(dataset, parsed, stack=stack, benchmark=benchmark)
+        if conditions or runs_dir:
+            raise click.UsageError("--condition and --runs go with --dataset; a manifest names each case's output")
+        cases = manifest_cases(manifest)
+    else:
+        assert dataset is not None
+        try:
+            folders = parse_conditions(conditions)
+        except RunError as exc:
+            raise click.UsageError(str(exc)) from exc
+        if runs_dir is not None:
+            for name, folder in run_conditions(runs_dir).items():
+                if name in folders:
+                    raise click.UsageError(f"condition {name!r} is both a --condition and a folder of --runs {runs_dir}")
+                folders[name] = folder
+        cases = spreadsheetbench_cases(dataset, folders, stack=stack, benchmark=benchmark)
+    inventories = take_inventory(cases, folders)
+    for inventory in inventories:
+        click.echo(inventory.message(), err=True)
+    check_inventory(inventories, allow_missing, manifest)
+    return cases
 
 
 class Progress:
@@ -117,9 +169,9 @@ class Progress:
                    nl=self.done == self.total)
 
 
-@click.group()
+@click.group(cls=CommandLine)
 @click.version_option(package_name="regrade")
-@click.option("--debug", is_flag=True, help="Show tracebacks instead of short error messages.")
+@click.option("--debug", is_flag=True, help="Show tracebacks instead of short error messages (anywhere on the line).")
 def main(debug: bool) -> None:
     """regrade: find which spreadsheet-benchmark failures are real.
 
@@ -141,7 +193,8 @@ def main(debug: bool) -> None:
 @click.option("--format", "fmt", type=click.Choice(["jsonl"]), default="jsonl", show_default=True)
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), help="Write here instead of stdout.")
 @library_errors
-def grade_command(dataset, conditions, stack, benchmark, manifest, policy, timeout, values, fmt, output):
+def grade_command(dataset, conditions, runs_dir, allow_missing, stack, benchmark, manifest, policy, timeout, values, fmt,
+                  output):
     """Grade every case with one source of values; one JSON line per case.
 
     Each line has task_id, case, condition, passed (true, false, or null when the
@@ -153,7 +206,7 @@ def grade_command(dataset, conditions, stack, benchmark, manifest, policy, timeo
       regrade grade --values ironcalc --policy spreadsheetbench \\
           --dataset DATA --condition none=OUT_NONE
     """
-    cases = load_cases(dataset, conditions, stack, benchmark, manifest)
+    cases = load_cases(dataset, conditions, runs_dir, stack, benchmark, manifest, allow_missing)
     chosen = get_policy(policy)
     engine = open_engine(values, timeout)
     stored = open_engine("cached", timeout)
@@ -221,8 +274,8 @@ def chosen_quorum(quorum: int | None, engines: list[str]) -> int:
 @scale_options
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), required=True, help="Results file (JSON Lines) to write.")
 @library_errors
-def rescore_command(dataset, conditions, stack, benchmark, manifest, policy, timeout, engine_names, quorum, shallow,
-                    workers, cache_dir, no_cache, output):
+def rescore_command(dataset, conditions, runs_dir, allow_missing, stack, benchmark, manifest, policy, timeout,
+                    engine_names, quorum, shallow, workers, cache_dir, no_cache, output):
     """Grade every case value-only and with a full engine, and classify it.
 
     Verdicts: confirmed-pass, confirmed-fail, artifact (the value-only grade failed a
@@ -260,12 +313,15 @@ def rescore_command(dataset, conditions, stack, benchmark, manifest, policy, tim
       regrade rescore --dataset DATA --condition none=OUT_NONE \\
           --condition skills=OUT_SKILLS -o results.jsonl
     """
-    cases = load_cases(dataset, conditions, stack, benchmark, manifest)
+    cases = load_cases(dataset, conditions, runs_dir, stack, benchmark, manifest, allow_missing)
     engines = chosen_engines(engine_names)
     settings = RescoreSettings(policy, shallow, tuple(engines), timeout, quorum=chosen_quorum(quorum, engines))
+    started = time.monotonic()
     records = run_rescore(cases, settings, workers, None if no_cache else ResultCache(cache_dir or default_cache_dir()),
                           output, {"command": "rescore"}, run_files(dataset, manifest))
     click.echo(render(["verdict", "cases"], verdict_counts(records), "table"))
+    for line in summarise(records, time.monotonic() - started).lines(output):
+        click.echo(line, err=True)
 
 
 def run_files(dataset: Path | None, manifest: Path | None) -> list[Path]:
@@ -291,12 +347,20 @@ def chosen_engines(names: str | None) -> list[str]:
 
 
 def run_rescore(cases: list[Case], settings: RescoreSettings, workers: int, cache: ResultCache | None, output: Path,
-                command: dict, described_by: list[Path]) -> list[dict]:
-    """Rescore, write the results file (provenance first) and return the case records."""
+                command: dict, described_by: list[Path], kept: bool = True) -> list[dict]:
+    """Rescore, write the results file (provenance first) and return the case records.
+    ``kept``: the results file outlives the command (the demo's scratch file does not)."""
     partial = output.parent / f".{output.name}.partial"
     output.parent.mkdir(parents=True, exist_ok=True)
     partial.unlink(missing_ok=True)
-    records = rescore_run(cases, settings, workers, cache, Progress(len(cases)), partial)
+    progress = Progress(len(cases))
+    try:
+        records = rescore_run(cases, settings, workers, cache, progress, partial)
+    except KeyboardInterrupt:
+        done = f"{progress.done} of {len(cases)} cases were graded"
+        click.echo(f"\n{done} and saved in the results cache; the same command resumes from there" if cache is not None
+                   else f"\n{done}; with --no-cache none is kept, so the same command starts over", err=True)
+        raise
     inputs = [*described_by, *(p for c in cases for p in (c.output_path, c.answer_path))]
     record = provenance(
         {**command, "policy": settings.policy, "shallow": settings.shallow, "full": list(settings.engines),
@@ -308,7 +372,8 @@ def run_rescore(cases: list[Case], settings: RescoreSettings, workers: int, cach
     )
     write_jsonl(output, [record, *records])
     partial.unlink(missing_ok=True)
-    click.echo(f"wrote {len(records)} cases to {output}", err=True)
+    click.echo(f"wrote {len(records)} cases to {output}" if kept else
+               f"graded {len(records)} cases (pass -o FILE to keep the results)", err=True)
     if len(settings.engines) > 1:
         alone = sum(r.get("decided_by_one", 0) for r in records)
         click.echo(f"quorum {settings.quorum}: {alone} graded cells were decided by one engine alone", err=True)
@@ -368,8 +433,15 @@ def table_command(results, baseline, ci, alpha, correction, unit, scoring, fmt):
       regrade table outcomes.csv --ci wald --correction holm --format latex
     """
     meta, records = read_outcomes(results)
-    comparisons = paired_table(records, baseline, ci, alpha, correction, unit, scoring)
     regraded = any("verdict" in r for r in records)
+    if regraded:
+        for warning in results_warnings(results, meta):
+            click.echo(warning, err=True)
+    comparisons = paired_table(records, baseline, ci, alpha, correction, unit, scoring)
+    for (stack, benchmark, condition), alone in unpaired_units(records, baseline, unit).items():
+        shown = ", ".join(alone[:SHOWN_IDS]) + (", ..." if len(alone) > SHOWN_IDS else "")
+        click.echo(f"warning: {stack} / {benchmark} / {condition}: {len(alone)} {unit}s are in only one of it and "
+                   f"{baseline}, so out of n ({shown})", err=True)
     if not regraded:
         comparisons = [c for c in comparisons if c.grading == "original"]
     rows = [c.as_row() for c in comparisons]
@@ -426,6 +498,9 @@ def diff_command(results, show_cells, by_rule, fmt):
       regrade diff results.jsonl --cells --format csv > cells.csv
     """
     provenance_record, records = read_results(results)
+    require_rescored(results, records)
+    for warning in results_warnings(results, provenance_record):
+        click.echo(warning, err=True)
     if show_cells and by_rule:
         raise click.UsageError("--cells and --rules are two different listings: choose one")
     if by_rule:
@@ -469,15 +544,13 @@ def demo_command(run_dir, output, engine_names):
     with tempfile.TemporaryDirectory() as scratch:
         target = output or Path(scratch) / "results.jsonl"
         records = run_rescore(cases, settings, os.cpu_count() or 1, None, target, {"command": "demo"},
-                              run_files(run_dir / "dataset", None))
+                              run_files(run_dir / "dataset", None), kept=output is not None)
     click.echo(render(["verdict", "cases"], verdict_counts(records), "table"))
     click.echo("")
     rows = [c.as_row() for c in paired_table(records, "none")]
     click.echo(render(TABLE_COLUMNS, rows, "table"))
-    failures = [r for r in records if r["shallow_pass"] is False]
-    artifacts = [r for r in records if r["verdict"] == ARTIFACT]
     click.echo("")
-    click.echo(f"{len(artifacts)} of {len(failures)} value-only failures were grader artifacts (correct when recomputed).")
+    click.echo(summarise(records).headline + ".")
 
 
 @main.command("conformance")
@@ -487,8 +560,8 @@ def demo_command(run_dir, output, engine_names):
 @click.option("--all-formulas", is_flag=True, help="CORPUS is any folder: compare every formula cell of every "
               ".xlsx/.xlsm under it that Excel saved (docProps/app.xml says so), not answer_position of a "
               "SpreadsheetBench layout.")
-@click.option("--limit", type=int, help="Only the first N files (in dataset.json order, or by path).")
-@click.option("--timeout", type=float, default=DEFAULT_TIMEOUT_S, show_default=True, help="Seconds an engine may spend on one workbook.")
+@click.option("--limit", type=click.IntRange(min=1), help="Only the first N files (in dataset.json order, or by path).")
+@click.option("--timeout", type=POSITIVE_SECONDS, default=DEFAULT_TIMEOUT_S, show_default=True, help="Seconds an engine may spend on one workbook.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @library_errors
 def conformance_command(corpus, engine_names, quorum, all_formulas, limit, timeout, fmt):
@@ -662,8 +735,8 @@ def audit_group():
               "(e.g. AGGREGATE under gnumeric). Slower: it recalculates every answer file.")
 @click.option("--fail-on", type=click.Choice(SEVERITIES), default="error", show_default=True,
               help="Exit with status 1 when a finding of this severity or worse exists.")
-@click.option("--workers", type=int, help="Processes (default: CPU count).")
-@click.option("--limit", type=int, help="Only the first N tasks of dataset.json.")
+@click.option("--workers", type=click.IntRange(min=1), help="Processes (default: CPU count).")
+@click.option("--limit", type=click.IntRange(min=1), help="Only the first N tasks of dataset.json.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @library_errors
 @click.pass_context
@@ -707,12 +780,13 @@ def audit_benchmark_command(ctx, folder, grader, recalc, fail_on, workers, limit
 @click.option("--callable", "callable_target", metavar="MODULE:FUNCTION", help="A Python grader called as "
               "function(output, answer, position) -> bool, or a score with --threshold.")
 @click.option("--threshold", type=float, help="The score a --command or --callable grader needs to pass.")
+@click.option("--name", "label", help="What reports call a --command or --callable grader (default: command, callable).")
 @click.option("--pack", "pack_dir", type=click.Path(path_type=Path, file_okay=False), default=CONTROL_PACK,
               show_default=True, help="The sealed control pack.")
 @click.option("--expect-digest", metavar="DIGEST", help="Refuse to run unless the pack's digest is this one.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @library_errors
-def audit_grader_command(names, command, callable_target, threshold, pack_dir, expect_digest, fmt):
+def audit_grader_command(names, command, callable_target, threshold, label, pack_dir, expect_digest, fmt):
     """Run graders over the sealed control pack and count what each gets wrong.
 
     Positive controls are correct outputs written many ways (no cached values, AGGREGATE,
@@ -735,7 +809,9 @@ def audit_grader_command(names, command, callable_target, threshold, pack_dir, e
       regrade audit grader --callable my_grader:grade --threshold 1 --format json
     """
     pack = load_pack(pack_dir, expect_digest)
-    graders = [make_grader(None, command, callable_target, threshold)] if command or callable_target else []
+    if label and not (command or callable_target):
+        raise GraderError("--name labels a --command or --callable grader; a built-in grader has its own name")
+    graders = [make_grader(None, command, callable_target, threshold, label)] if command or callable_target else []
     if graders and names:
         raise GraderError("give built-in names or --command/--callable, not both")
     graders += [make_grader(name) for name in names]
@@ -743,6 +819,13 @@ def audit_grader_command(names, command, callable_target, threshold, pack_dir, e
         raise GraderError(f"name a grader: one of {', '.join(GRADERS)}, or --command, or --callable")
     reports = [audit_grader(grader, pack).as_json() for grader in graders]
     _show_grader_audits(reports, fmt)
+    errored = [r for r in reports if r["errors"]]
+    for report in errored:
+        control, why = next(iter(report["errors"].items()))
+        click.echo(f"{report['grader']}: {len(report['errors'])} controls could not be judged, counted neither pass "
+                   f"nor fail (first, {control}: {why})", err=True)
+    if errored:
+        raise click.exceptions.Exit(1)
 
 
 @audit_group.command("table")
@@ -773,12 +856,13 @@ def _show_grader_audits(reports: list[dict], fmt: str) -> None:
         payload = reports[0] if len(reports) == 1 else {"reports": reports, "warnings": warnings}
         click.echo(json.dumps({"format_version": 1, **payload}, indent=2, ensure_ascii=False))
         return
-    click.echo(render(["grader", "pack", "kind", "category", "probes", "false_fail", "false_pass", "failing"], rows, fmt))
+    click.echo(render(["grader", "pack", "kind", "category", "probes", "false_fail", "false_pass", "errored", "failing"],
+                      rows, fmt))
     if fmt == "table":
         for report in reports:
             wrong = sum(c["false_fail"] + c["false_pass"] for c in report["categories"])
-            total = sum(c["probes"] for c in report["categories"])
-            click.echo(f"{report['grader']}: {wrong} of {total} controls judged wrongly "
+            judged = sum(c["probes"] - c.get("errored", 0) for c in report["categories"])
+            click.echo(f"{report['grader']}: {wrong} of {judged} controls judged wrongly "
                        f"(pack {report['pack_digest'][:12]}, regrade {report['regrade_version']})")
 
 

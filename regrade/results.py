@@ -17,6 +17,8 @@ from typing import Iterable
 
 from regrade.values import CannotEvaluate, CellResult, ExcelError
 from regrade.grading.rescore import CaseResult
+from regrade.paired.tables import passed_value
+from regrade.provenance import FORMAT_VERSION, regrade_version
 from regrade.runs.cases import Case
 
 
@@ -114,21 +116,50 @@ def read_results(path: Path) -> tuple[dict | None, list[dict]]:
         raise ResultsError(f"results file {path} does not exist")
     provenance, cases = None, []
     with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ResultsError(f"{path} line {number} is not JSON: {exc}") from exc
-            kind = record.get("record", "case")
-            if kind == "provenance":
-                provenance = record
-            elif kind == "case":
-                cases.append(record)
+        try:
+            lines = list(handle)
+        except UnicodeDecodeError:
+            raise ResultsError(f"{path} is not a results file (JSON Lines text): is it a workbook or another binary "
+                               "file?") from None
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ResultsError(f"{path} line {number} is not JSON: {exc}") from exc
+        if not isinstance(record, dict):
+            raise ResultsError(f"{path} line {number} is not a JSON object")
+        kind = record.get("record", "case")
+        if kind == "provenance":
+            provenance = record
+        elif kind == "case":
+            cases.append(record)
     if not cases:
         raise ResultsError(f"{path} holds no case records")
     return provenance, cases
+
+
+def require_rescored(path: Path, records: list[dict]) -> None:
+    """A :class:`ResultsError` unless every record is a rescore result (with a verdict)."""
+    if not all("verdict" in r for r in records):
+        raise ResultsError(f"{path} holds records without a verdict: not the output of `regrade rescore` (another "
+                           "grader's outcomes go to `regrade table`; a results file of an old regrade needs rescoring)")
+
+
+def results_warnings(path: Path, provenance: dict | None) -> list[str]:
+    """What a reader of a results file should know before trusting its numbers: a file of another
+    format version or regrade version, or one that does not say what made it."""
+    if provenance is None:
+        return [f"warning: {path} has no provenance record: which regrade and settings made it is unknown"]
+    warnings = []
+    if provenance.get("format_version") != FORMAT_VERSION:
+        warnings.append(f"warning: {path} is results format {provenance.get('format_version')}, this regrade reads "
+                        f"format {FORMAT_VERSION}: fields may be missing or mean something else")
+    if provenance.get("regrade_version") != regrade_version():
+        warnings.append(f"warning: {path} was made by regrade {provenance.get('regrade_version')}, this is "
+                        f"{regrade_version()}: its verdicts may differ from what this version gives")
+    return warnings
 
 
 OUTCOME_COLUMNS = ("stack", "benchmark", "condition", "task_id", "passed")
@@ -160,10 +191,10 @@ def _outcome_rows(path: Path, rows: list[dict]) -> list[dict]:
         missing = [c for c in OUTCOME_COLUMNS if row.get(c) in (None, "")]
         if missing:
             raise ResultsError(f"{path} row {number} lacks {', '.join(missing)}")
-        passed = str(row["passed"]).strip().lower()
-        if passed not in ("true", "false", "1", "0", "pass", "fail", "yes", "no"):
-            raise ResultsError(f"{path} row {number}: passed {row['passed']!r} is not a boolean")
-        record = {**row, "passed": passed in ("true", "1", "pass", "yes")}
+        try:
+            record = {**row, "passed": passed_value(row["passed"])}
+        except ValueError as exc:
+            raise ResultsError(f"{path} row {number}: passed {exc}") from None
         for optional in ("case", "trial"):
             if record.get(optional) in (None, ""):
                 record.pop(optional, None)

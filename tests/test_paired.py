@@ -131,7 +131,7 @@ def test_the_pandas_api_and_an_outcomes_file_from_another_grader(tmp_path):
     assert row["p_value"] == pytest.approx(0.5)  # 2 * (1/2)^2
     bad = tmp_path / "bad.csv"
     bad.write_text("stack,benchmark,condition,task_id,passed\ns,b,none,t1,maybe\n")
-    with pytest.raises(ResultsError, match="'maybe' is not a boolean"):
+    with pytest.raises(ResultsError, match="row 1: passed 'maybe' is not a pass or a fail"):
         read_outcomes(bad)
 
 

@@ -14,7 +14,7 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 
 from regrade.audit.controls import ControlPack
-from regrade.grading.graders import Grader
+from regrade.grading.graders import Grader, GraderFailure
 from regrade.provenance import regrade_version
 
 
@@ -25,6 +25,7 @@ class CategoryAudit:
     probes: int = 0
     false_fail: int = 0
     false_pass: int = 0
+    errored: int = 0  # controls the grader could not judge (GraderAudit.errors says why): neither pass nor fail
     failing: list[str] = field(default_factory=list)
 
     @property
@@ -58,9 +59,10 @@ def audit_grader(grader: Grader, pack: ControlPack) -> GraderAudit:
         row.probes += 1
         try:
             passed = grader.passes(control.output, control.answer, control.answer_position)
-        except Exception as exc:  # a grader that breaks on a control has not passed it; the report says why
-            errors[control.id] = f"{type(exc).__name__}: {exc}"
-            passed = False
+        except Exception as exc:  # the grader could not judge this control: an error of it, not a fail
+            errors[control.id] = str(exc) if isinstance(exc, GraderFailure) else f"{type(exc).__name__}: {exc}"
+            row.errored += 1
+            continue
         if control.kind == "positive" and not passed:
             row.false_fail += 1
             row.failing.append(control.id)
@@ -95,5 +97,6 @@ def audit_table(reports: list[dict]) -> tuple[list[dict], list[str]]:
         for c in report["categories"]:
             rows.append({"grader": report["grader"], "pack": report["pack_digest"][:12], "kind": c["kind"],
                          "category": c["category"], "probes": c["probes"], "false_fail": c["false_fail"],
-                         "false_pass": c["false_pass"], "failing": " ".join(c["failing"])})
+                         "false_pass": c["false_pass"], "errored": c.get("errored", 0),
+                         "failing": " ".join(c["failing"])})
     return rows, warnings

@@ -46,6 +46,11 @@ class GraderError(ValueError):
     """A grader that cannot be set up (unknown name, a callable that does not import ...)."""
 
 
+class GraderFailure(Exception):
+    """A grader that could not judge one output: a command that did not start, timed out, or
+    exited other than 0 (pass) or 1 (fail). It is an error of that case, never a fail."""
+
+
 class Grader(Protocol):
     name: str
 
@@ -116,7 +121,7 @@ class CommandGrader:
     template: str
     threshold: float | None = None
     timeout_s: float = COMMAND_TIMEOUT_S
-    name: str = "command"
+    name: str = "command"  # --name: what reports call it
 
     def __post_init__(self) -> None:
         if "{output}" not in self.template:
@@ -131,9 +136,13 @@ class CommandGrader:
         try:
             run = subprocess.run(words, capture_output=True, text=True, timeout=self.timeout_s)
         except subprocess.TimeoutExpired:
-            return False
+            raise GraderFailure(f"{words[0]!r} did not finish in {self.timeout_s:g} s") from None
         except OSError as exc:
-            raise GraderError(f"cannot run {words[0]!r}: {exc}") from exc
+            raise GraderFailure(f"cannot start {words[0]!r}: {exc}") from exc
+        if run.returncode not in (0, 1):
+            said = run.stderr.strip().splitlines()[-1:] or ["(nothing on stderr)"]
+            raise GraderFailure(f"{words[0]!r} exited with status {run.returncode}, neither a pass (0) nor a fail (1): "
+                                f"{said[0]}")
         if self.threshold is None:
             return run.returncode == 0
         return run.returncode == 0 and _score(run.stdout) >= self.threshold
@@ -146,7 +155,7 @@ class CallableGrader:
 
     target: str
     threshold: float | None = None
-    name: str = "callable"
+    name: str = "callable"  # --name: what reports call it
     _function: Callable[..., object] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -193,15 +202,16 @@ GRADERS: dict[str, Callable[[], Grader]] = {
 
 
 def make_grader(name: str | None, command: str | None = None, callable_target: str | None = None,
-                threshold: float | None = None) -> Grader:
-    """The grader a user named: exactly one of a built-in name, a command or a callable."""
+                threshold: float | None = None, label: str | None = None) -> Grader:
+    """The grader a user named: exactly one of a built-in name, a command or a callable;
+    ``label`` names a command or callable grader in reports (default ``command``, ``callable``)."""
     chosen = [x for x in (name, command, callable_target) if x]
     if len(chosen) != 1:
         raise GraderError("name one grader: a built-in name, --command or --callable")
     if command:
-        return CommandGrader(command, threshold)
+        return CommandGrader(command, threshold, name=label or "command")
     if callable_target:
-        return CallableGrader(callable_target, threshold)
+        return CallableGrader(callable_target, threshold, name=label or "callable")
     if name not in GRADERS:
         raise GraderError(f"unknown grader {name!r}; built-in graders: {', '.join(GRADERS)}")
     return GRADERS[name]()

@@ -29,6 +29,7 @@ the family of comparisons of the same grading (Bonferroni by default, or Holm).
 from __future__ import annotations
 
 import itertools
+import re
 from collections import defaultdict
 from dataclasses import asdict, dataclass
 
@@ -106,16 +107,30 @@ class Outcomes:
         return sum(rates) / len(rates) if rates else 0.0
 
 
+PASS_WORDS = {"true": True, "1": True, "pass": True, "yes": True, "false": False, "0": False, "fail": False, "no": False}
+
+
+def passed_value(value: object) -> bool:
+    """A grade as outcome files write it: a boolean, 0 or 1, or (in any case) true/false,
+    pass/fail, yes/no. Anything else is a ValueError: a text is never read as a pass for being non-empty."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in PASS_WORDS:
+        return PASS_WORDS[value.strip().lower()]
+    raise ValueError(f"{value!r} is not a pass or a fail (use true/false, 1/0, pass/fail or yes/no)")
+
+
 def case_grade(record: dict, grading: str) -> bool:
     original = record.get("original_pass")
     if original is None:
         original = record.get("passed")  # an outcomes file from another grader
-    if original is None:
-        original = bool(record.get("shallow_pass"))
+    original = bool(record.get("shallow_pass")) if original is None else passed_value(original)
     if grading == "original":
-        return bool(original)
+        return original
     full = record.get("full_pass")
-    return bool(original) if full is None else bool(full)
+    return original if full is None else passed_value(full)
 
 
 def group_outcomes(records: list[dict], grading: str, unit: str = "task", soft: bool = False) -> dict[Group, Outcomes]:
@@ -125,10 +140,18 @@ def group_outcomes(records: list[dict], grading: str, unit: str = "task", soft: 
     if unit not in UNITS:
         raise PairingError(f"unknown unit {unit!r}; choose one of {UNITS}")
     cases: dict[Group, dict[int, dict[str, list[bool]]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
-    for record in records:
+    for number, record in enumerate(records, start=1):
+        missing = [k for k in ("condition", "task_id") if record.get(k) in (None, "")]
+        if missing:
+            raise PairingError(f"record {number} lacks {', '.join(missing)}")
         group = (str(record.get("stack", "default")), str(record.get("benchmark", "")), str(record["condition"]))
         key = str(record["task_id"]) if unit == "task" else f"{record['task_id']}/{record.get('case', 1)}"
-        cases[group][int(record.get("trial") or 1)][key].append(case_grade(record, grading))
+        try:
+            grade = case_grade(record, grading)
+        except ValueError as exc:
+            raise PairingError(f"record {number} (task {record['task_id']}, condition {record['condition']}): "
+                               f"{exc}") from None
+        cases[group][int(record.get("trial") or 1)][key].append(grade)
     score = (lambda passes: sum(passes) / len(passes)) if soft else (lambda passes: float(all(passes)))
     return {group: Outcomes({trial: {u: score(p) for u, p in units.items()} for trial, units in trials.items()}, soft)
             for group, trials in cases.items()}
@@ -173,6 +196,26 @@ def paired_table(
             rows.append(_comparison(stack, benchmark, condition, baseline, grading, base, counts, ci, alpha,
                                     p, p_adj, correction, len(family)))
     return rows
+
+
+def unpaired_units(records: list[dict], baseline: str = "none", unit: str = "task") -> dict[Group, list[str]]:
+    """Per (stack, benchmark, condition), the tasks (or test cases) found in it or in its
+    baseline but not in both: left out of the pairs, so out of ``n``."""
+    outcomes = group_outcomes(records, "original", unit)
+    bases = {(s, b): set(o.majority()) for (s, b, c), o in outcomes.items() if c == baseline}
+    found: dict[Group, list[str]] = {}
+    for (stack, benchmark, condition), o in sorted(outcomes.items()):
+        if condition == baseline or (stack, benchmark) not in bases:
+            continue
+        alone = sorted(bases[(stack, benchmark)] ^ set(o.majority()), key=_natural)
+        if alone:
+            found[(stack, benchmark, condition)] = alone
+    return found
+
+
+def _natural(text: str) -> list:
+    """Task ids in number order: 9 before 10 (re.split alternates text and digits)."""
+    return [int(part) if index % 2 else part for index, part in enumerate(re.split(r"(\d+)", text))]
 
 
 def transition(base: float, treated: float) -> str:

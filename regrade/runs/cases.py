@@ -6,6 +6,7 @@ Two layouts are read:
   ``DATASET/spreadsheet/<id>/<n>_<id>_answer.xlsx`` (Verified: ``1_<id>_golden.xlsx``)
   and, for each condition, an output folder holding ``<n>_<id>_output.xlsx``
   (directly, or under ``<id>/``). A file name with a space before ``.xlsx`` is found too.
+  ``--runs DIR`` makes every subfolder of DIR a condition (:func:`run_conditions`).
 - A manifest (CSV or JSONL) with columns ``stack, benchmark, condition, task_id,
   case, output_path, answer_path, answer_position`` and optional ``trial``,
   ``original_pass``, ``answer_sheet``; paths are relative to the manifest's folder.
@@ -107,8 +108,8 @@ def spreadsheetbench_cases(
         if not folder.is_dir():
             raise RunError(f"output folder {folder} of condition {name!r} does not exist")
     cases: list[Case] = []
-    for record in load_dataset(dataset_dir):
-        task_id = str(record["id"])
+    for number, record in enumerate(load_dataset(dataset_dir), start=1):
+        task_id, position, sheet = task_fields(dataset_dir / "dataset.json", number, record)
         goldens = golden_files(dataset_dir, task_id)
         for condition, output_dir in conditions.items():
             for number, golden in goldens.items():
@@ -121,11 +122,53 @@ def spreadsheetbench_cases(
                         case=number,
                         output_path=find_output(output_dir, task_id, number),
                         answer_path=golden,
-                        answer_position=record.get("answer_position", ""),
-                        answer_sheet=record.get("answer_sheet"),
+                        answer_position=position,
+                        answer_sheet=sheet,
                     )
                 )
     return cases
+
+
+def task_fields(path: Path, number: int, record: object) -> tuple[str, str, str | None]:
+    """A dataset.json record's task id, answer_position and answer_sheet, or a :class:`RunError`
+    naming the file, the record (or task) and the field."""
+    if not isinstance(record, dict):
+        raise RunError(f"{path} record {number}: a task record must be an object, not {type(record).__name__}")
+    if record.get("id") in (None, ""):
+        raise RunError(f"{path} record {number}: id is missing")
+    task_id = str(record["id"])
+    position = record.get("answer_position")
+    if not isinstance(position, str) or not position.strip():
+        said = "is missing" if "answer_position" not in record else f"is {position!r}, not a cell range"
+        raise RunError(f"{path} task {task_id}: answer_position {said}")
+    sheet = record.get("answer_sheet")
+    if sheet is not None and not isinstance(sheet, str):
+        raise RunError(f"{path} task {task_id}: answer_sheet is {sheet!r}, not a sheet name")
+    return task_id, position, sheet or None
+
+
+def run_conditions(runs_dir: Path) -> dict[str, Path]:
+    """``--runs DIR``: every subfolder of DIR is a condition named after it (SpreadsheetBench's
+    own ``outputs/{setting}_{model}/``). Hidden folders are skipped."""
+    if not runs_dir.is_dir():
+        raise RunError(f"runs folder {runs_dir} does not exist")
+    found = {p.name: p for p in sorted(runs_dir.iterdir()) if p.is_dir() and not p.name.startswith(".")}
+    if not found:
+        raise RunError(f"runs folder {runs_dir} has no subfolders: each condition's outputs go in a folder of their own")
+    return found
+
+
+def parse_conditions(texts: tuple[str, ...] | list[str]) -> dict[str, Path]:
+    """``NAME=OUTDIR`` pairs; a name given twice is an error, not a folder silently dropped."""
+    parsed: dict[str, Path] = {}
+    for text in texts:
+        name, sep, folder = text.partition("=")
+        if not sep or not name or not folder:
+            raise RunError(f"--condition takes NAME=OUTDIR, got {text!r}")
+        if name in parsed:
+            raise RunError(f"condition {name!r} is given twice ({parsed[name]} and {folder}); name each folder once")
+        parsed[name] = Path(folder)
+    return parsed
 
 
 MANIFEST_COLUMNS = ("stack", "benchmark", "condition", "task_id", "case", "output_path", "answer_path", "answer_position")

@@ -1,0 +1,106 @@
+"""What a run holds before anything is graded: per condition, the outputs found, missing and unmatched.
+
+A mistyped or misnamed output folder must not become a table of confident failures. So,
+before grading, each condition is counted: how many of its cases have an output file, which
+are missing (with one path where an output was expected), and which files of its folder match
+no case (``1_38462.xlsx`` where ``1_38462_output.xlsx`` was expected, an ``.xls`` or ``.csv``
+output). A condition none of whose outputs exist is an error of the run
+(:class:`EmptyCondition`), unless the caller allows it; the same holds for a run none of whose
+answer files exist (a manifest whose paths were written relative to another folder).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from regrade.runs.cases import Case, RunError
+
+WORKBOOK_SUFFIXES = (".xlsx", ".xlsm", ".xls", ".xlsb", ".ods", ".csv")  # what an agent may have written as its output
+SHOWN = 3  # file names quoted in a message
+
+
+class EmptyCondition(RunError):
+    """Every output of a condition (or every answer file of the run) is missing: exit status 2."""
+
+
+@dataclass
+class ConditionInventory:
+    """One condition's cases, by whether their output file exists, and the files that match none."""
+
+    condition: str
+    cases: int = 0
+    found: int = 0
+    missing: list[Path] = field(default_factory=list)  # where each missing output was expected
+    missing_answers: list[Path] = field(default_factory=list)
+    unmatched: list[Path] = field(default_factory=list)  # workbook-like files of its folders that no case reads
+
+    def to_json(self) -> dict:
+        return {"condition": self.condition, "cases": self.cases, "outputs_found": self.found,
+                "outputs_missing": len(self.missing), "answers_missing": len(self.missing_answers),
+                "unmatched_files": len(self.unmatched),
+                "first_missing": str(self.missing[0]) if self.missing else None,
+                "first_unmatched": [str(p) for p in self.unmatched[:SHOWN]]}
+
+    def message(self) -> str:
+        """One line for stderr."""
+        text = f"condition {self.condition}: {self.found} of {self.cases} outputs found"
+        if self.missing:
+            text += f", {len(self.missing)} missing (e.g. {self.missing[0]})"
+        if self.missing_answers:
+            text += f", {len(self.missing_answers)} answer files missing (e.g. {self.missing_answers[0]})"
+        if self.unmatched:
+            names = ", ".join(p.name for p in self.unmatched[:SHOWN])
+            more = f" and {len(self.unmatched) - SHOWN} more" if len(self.unmatched) > SHOWN else ""
+            text += f"; {len(self.unmatched)} files match no case ({names}{more}): outputs are read as " \
+                    "<n>_<id>_output.xlsx"
+        return text
+
+
+def take_inventory(cases: list[Case], folders: dict[str, Path] | None = None) -> list[ConditionInventory]:
+    """Each condition's inventory, in the order conditions first appear. ``folders`` (a
+    condition's output folder, for a SpreadsheetBench-layout run) is searched for unmatched files."""
+    by_condition: dict[str, ConditionInventory] = {}
+    expected: dict[str, set[Path]] = {}
+    for case in cases:
+        inventory = by_condition.setdefault(case.condition, ConditionInventory(case.condition))
+        inventory.cases += 1
+        if case.output_path.is_file():
+            inventory.found += 1
+        else:
+            inventory.missing.append(case.output_path)
+        if not case.answer_path.is_file():
+            inventory.missing_answers.append(case.answer_path)
+        expected.setdefault(case.condition, set()).add(case.output_path.resolve())
+    for condition, folder in (folders or {}).items():
+        if condition in by_condition:
+            by_condition[condition].unmatched = unmatched_files(folder, expected.get(condition, set()))
+    return list(by_condition.values())
+
+
+def unmatched_files(folder: Path, expected: set[Path]) -> list[Path]:
+    """The workbook-like files in ``folder`` and its task subfolders that are no case's output."""
+    if not folder.is_dir():
+        return []
+    candidates = [*folder.iterdir(), *(p for sub in folder.iterdir() if sub.is_dir() for p in sub.iterdir())]
+    return sorted(p for p in candidates if p.is_file() and p.suffix.lower() in WORKBOOK_SUFFIXES
+                  and not p.name.startswith((".", "~$")) and p.resolve() not in expected)
+
+
+def check_inventory(inventories: list[ConditionInventory], allow_missing: bool, manifest: Path | None = None) -> None:
+    """Raise :class:`EmptyCondition` where no case has its answer file, or a condition has no
+    output at all, unless ``allow_missing``. ``manifest``: the run's manifest, whose folder its
+    relative paths are read from (the message says so)."""
+    if allow_missing:
+        return
+    hint = f"; a manifest's paths are read relative to the manifest's own folder, {manifest.parent}" if manifest else ""
+    total = sum(i.cases for i in inventories)
+    if total and sum(len(i.missing_answers) for i in inventories) == total:
+        first = next(i.missing_answers[0] for i in inventories if i.missing_answers)
+        raise EmptyCondition(f"none of the {total} cases' answer files exists (e.g. {first}){hint}")
+    empty = [i for i in inventories if i.cases and not i.found]
+    if empty:
+        lines = [i.message() for i in empty]
+        raise EmptyCondition(
+            f"{len(empty)} condition(s) have no output at all; is the folder right? " + "; ".join(lines)
+            + f"{hint}. Pass --allow-missing to grade them as failures anyway")
