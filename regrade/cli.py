@@ -36,8 +36,9 @@ from regrade.audit.probes import MATRIX, OUTCOMES, load_matrix, record_matrix, r
 from regrade.audit.probes import scores as probe_scores
 from regrade.provenance import provenance
 from regrade.render.rows import FORMATS, TABLE_FORMATS, render
+from regrade.paired.sources import load_outcomes
 from regrade.results import (
-    ResultsError, json_value, read_outcomes, read_results, require_rescored, results_warnings, write_jsonl,
+    ResultsError, json_value, read_results, require_rescored, results_warnings, write_jsonl,
 )
 from regrade.paired.stats import CORRECTIONS, INTERVALS
 from regrade.runner import (
@@ -394,7 +395,8 @@ FULL_TABLE_COLUMNS = [*TABLE_COLUMNS, "ci_method", "correction", "family_size", 
 
 
 @main.command("table")
-@click.argument("results", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("sources", nargs=-1, required=True, metavar="SOURCE...")
+@click.option("--scorer", help="The scorer whose scores are read, where an inspect_ai log has several.")
 @click.option("--baseline", default="none", show_default=True, help="The condition every other condition is paired against.")
 @click.option("--ci", type=click.Choice(INTERVALS), default="newcombe", show_default=True,
               help="Interval for delta: Newcombe's hybrid score (method 10) or the paired Wald interval "
@@ -409,11 +411,16 @@ FULL_TABLE_COLUMNS = [*TABLE_COLUMNS, "ci_method", "correction", "family_size", 
                    "(delta is then the mean change of score with a normal interval, p the exact sign test).")
 @click.option("--format", "fmt", type=click.Choice(TABLE_FORMATS), default="table", show_default=True)
 @library_errors
-def table_command(results, baseline, ci, alpha, correction, unit, scoring, fmt):
+def table_command(sources, scorer, baseline, ci, alpha, correction, unit, scoring, fmt):
     """Paired table before and after regrading, per (stack, benchmark, condition).
 
-    RESULTS is a regrade results file, or per-task outcomes from any grader (CSV or
-    JSON Lines: stack, benchmark, condition, task_id, passed; optional case, trial).
+    Each SOURCE is a regrade results file; per-task outcomes from any grader (CSV or
+    JSON Lines: stack, benchmark, condition, task_id, passed as true/false, 1/0,
+    pass/fail or yes/no; optional case, trial); or NAME=LOG, an inspect_ai log (.eval
+    or .json) or a folder of logs, read as condition NAME: sample id is the task,
+    epoch the trial, the log's model the stack and its task the benchmark; a score
+    passes when it is C, true or at least 1 (I, N, P, false and smaller numbers
+    fail); an unscored sample is left out and said.
     For each condition against the baseline, paired on task: n, pass rates, gains
     (fail to pass), regressions (pass to fail), retained, residual, net, delta =
     net / n with its interval, the exact two-sided McNemar p-value and the p-value
@@ -431,11 +438,15 @@ def table_command(results, baseline, ci, alpha, correction, unit, scoring, fmt):
     Example:
       regrade table results.jsonl --baseline none --format markdown
       regrade table outcomes.csv --ci wald --correction holm --format latex
+      regrade table none=logs/none.eval skills=logs/skills/
     """
-    meta, records = read_outcomes(results)
+    loaded = load_outcomes(sources, scorer)
+    meta, records = loaded.provenance, loaded.records
+    for note in loaded.notes:
+        click.echo(note, err=True)
     regraded = any("verdict" in r for r in records)
-    if regraded:
-        for warning in results_warnings(results, meta):
+    if regraded and len(sources) == 1:
+        for warning in results_warnings(Path(sources[0]), meta):
             click.echo(warning, err=True)
     comparisons = paired_table(records, baseline, ci, alpha, correction, unit, scoring)
     for (stack, benchmark, condition), alone in unpaired_units(records, baseline, unit).items():

@@ -1,0 +1,87 @@
+"""Where a paired table's outcomes come from: regrade results, any grader's outcomes, inspect_ai logs.
+
+``regrade table SOURCE...`` takes one or more sources:
+
+- a regrade results file (JSON Lines, from ``regrade rescore``): both gradings;
+- an outcomes file (CSV or JSON Lines with ``stack, benchmark, condition, task_id, passed``);
+- ``NAME=LOG``: an inspect_ai log (``.eval`` or ``.json``), or a folder of them, whose samples
+  are the outcomes of condition NAME (a log whose eval metadata names its condition needs no NAME).
+
+What could not be read as an outcome (a sample without a score, a log that did not finish) is
+returned as a note for stderr, never dropped without a word.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from regrade.results import ResultsError, read_outcomes
+from regrade.runs.inspect_logs import InspectLogError, is_inspect_log, log_files, read_inspect_log
+
+SHOWN = 3
+
+
+@dataclass
+class TableOutcomes:
+    provenance: dict | None  # the provenance record of a single regrade results file
+    records: list[dict] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what a reader must be told (stderr)
+
+
+def load_outcomes(sources: Sequence[str], scorer: str | None = None) -> TableOutcomes:
+    """Every source's outcomes, combined; see the module docstring."""
+    if not sources:
+        raise ResultsError("name a results file, an outcomes file or NAME=LOG")
+    combined = TableOutcomes(None)
+    provenances = []
+    origin: dict[tuple, Path] = {}
+    for text in sources:
+        name, path = _named(text)
+        if path.is_dir() or (path.is_file() and is_inspect_log(path)):
+            records = _inspect_outcomes(name, path, scorer, combined.notes)
+            for record in records:
+                key = (record["stack"], record["benchmark"], record["condition"], record["task_id"], record["trial"])
+                if key in origin:
+                    raise ResultsError(f"sample {record['task_id']} epoch {record['trial']} of condition "
+                                       f"{record['condition']} is in two logs ({origin[key]} and {path}): "
+                                       "name each log once")
+                origin[key] = path
+            combined.records += records
+            continue
+        if name is not None:
+            raise ResultsError(f"{text}: NAME=PATH names the condition of an inspect_ai log, and {path} is not one "
+                               "(a results or outcomes file names its own conditions)")
+        provenance, records = read_outcomes(path)
+        provenances.append(provenance)
+        combined.records += records
+    combined.provenance = provenances[0] if len(provenances) == 1 and len(sources) == 1 else None
+    return combined
+
+
+def _named(text: str) -> tuple[str | None, Path]:
+    name, sep, rest = text.partition("=")
+    if sep and name and rest and not Path(text).exists():
+        return name, Path(rest)
+    return None, Path(text)
+
+
+def _inspect_outcomes(name: str | None, path: Path, scorer: str | None, notes: list[str]) -> list[dict]:
+    files = log_files(path)
+    if not files:
+        raise ResultsError(f"{path} holds no inspect_ai log (.eval or .json)")
+    records = []
+    for file in files:
+        try:
+            log = read_inspect_log(file, name, scorer)
+        except InspectLogError as exc:
+            raise ResultsError(str(exc)) from exc
+        if log.status != "success":
+            notes.append(f"warning: {file} has status {log.status!r}, not success: its samples may be incomplete")
+        if log.unscored:
+            shown = ", ".join(log.unscored[:SHOWN]) + (", ..." if len(log.unscored) > SHOWN else "")
+            notes.append(f"warning: {file}: {len(log.unscored)} samples have no score (they errored or were not "
+                         f"scored) and are left out: {shown}")
+        records += log.outcomes
+    return records
