@@ -35,6 +35,7 @@ from regrade.paired.tables import (
 from regrade.audit.probes import MATRIX, OUTCOMES, load_matrix, record_matrix, run_pack
 from regrade.audit.probes import scores as probe_scores
 from regrade.provenance import provenance
+from regrade.render.progress import Progress
 from regrade.render.rows import FORMATS, TABLE_FORMATS, render
 from regrade.paired.sources import load_outcomes
 from regrade.results import (
@@ -44,7 +45,7 @@ from regrade.paired.stats import CORRECTIONS, INTERVALS
 from regrade.runner import (
     SHALLOW_ENGINES, RescoreSettings, ResultCache, default_cache_dir, engine_versions, rescore_run,
 )
-from regrade.runs.cases import Case, RunError, manifest_cases, parse_conditions, run_conditions, spreadsheetbench_cases
+from regrade.runs.cases import Case, RunError, load_dataset, manifest_cases, parse_conditions, run_conditions, spreadsheetbench_cases
 from regrade.runs.inventory import EmptyCondition, check_inventory, take_inventory
 from regrade.grading.summary import summarise
 from regrade.grading.verdicts import VERDICTS
@@ -84,13 +85,19 @@ def _debugging() -> bool:
     return bool(click.get_current_context().find_root().params.get("debug"))
 
 
+def progress(total: int, unit: str) -> Progress:
+    """The progress display of this command line: none with -q."""
+    return Progress(total, unit, quiet=bool(click.get_current_context().find_root().params.get("quiet")))
+
+
 class CommandLine(click.Group):
-    """The ``regrade`` group: ``--debug`` is read anywhere on the line, not only before the subcommand."""
+    """The ``regrade`` group: ``--debug`` and ``-q`` are read anywhere on the line, not only before the subcommand."""
 
     def main(self, args=None, *rest, **extra):
         words = list(sys.argv[1:] if args is None else args)
-        if "--debug" in words[1:]:
-            words = ["--debug", *(w for w in words if w != "--debug")]
+        for flag, spellings in (("--debug", ("--debug",)), ("--quiet", ("-q", "--quiet"))):
+            if any(w in spellings for w in words[1:]):
+                words = [flag, *(w for w in words if w not in spellings)]
         return super().main(words, *rest, **extra)
 
 
@@ -144,36 +151,12 @@ def load_cases(dataset: Path | None, conditions: tuple[str, ...], runs_dir: Path
     return cases
 
 
-class Progress:
-    """Progress on stderr: a bar with counts and ETA on a terminal, plain lines otherwise."""
-
-    def __init__(self, total: int):
-        self.total, self.done, self.cached = total, 0, 0
-        self.started = time.monotonic()
-        self.tty = sys.stderr.isatty()
-
-    def __call__(self, index: int, record: dict, cached: bool) -> None:
-        self.done += 1
-        self.cached += cached
-        if not self.tty:
-            source = " (cached)" if cached else ""
-            click.echo(f"[{self.done}/{self.total}] {record['condition']} task {record['task_id']} "
-                       f"case {record['case']}: {record['verdict']}{source}", err=True)
-            return
-        elapsed = time.monotonic() - self.started
-        computed = self.done - self.cached
-        left = self.total - self.done
-        eta = elapsed / computed * left if computed else 0.0
-        filled = int(30 * self.done / max(self.total, 1))
-        bar = "#" * filled + "." * (30 - filled)
-        click.echo(f"\r[{bar}] {self.done}/{self.total} cases ({self.cached} cached), ETA {eta:.0f} s ", err=True,
-                   nl=self.done == self.total)
-
-
 @click.group(cls=CommandLine)
 @click.version_option(package_name="regrade")
 @click.option("--debug", is_flag=True, help="Show tracebacks instead of short error messages (anywhere on the line).")
-def main(debug: bool) -> None:
+@click.option("-q", "--quiet", is_flag=True, help="No progress on stderr; warnings and errors still show (anywhere "
+              "on the line).")
+def main(debug: bool, quiet: bool) -> None:
     """regrade: find which spreadsheet-benchmark failures are real.
 
     It grades each agent output twice: as value-only graders do (the values cached
@@ -354,11 +337,14 @@ def run_rescore(cases: list[Case], settings: RescoreSettings, workers: int, cach
     partial = output.parent / f".{output.name}.partial"
     output.parent.mkdir(parents=True, exist_ok=True)
     partial.unlink(missing_ok=True)
-    progress = Progress(len(cases))
+    shown = progress(len(cases), "cases")
     try:
-        records = rescore_run(cases, settings, workers, cache, progress, partial)
+        with shown:
+            records = rescore_run(cases, settings, workers, cache, lambda index, record, cached: shown.advance(
+                f"{record['condition']} task {record['task_id']} case {record['case']}: {record['verdict']}", cached),
+                partial)
     except KeyboardInterrupt:
-        done = f"{progress.done} of {len(cases)} cases were graded"
+        done = f"{shown.done} of {len(cases)} cases were graded"
         click.echo(f"\n{done} and saved in the results cache; the same command resumes from there" if cache is not None
                    else f"\n{done}; with --no-cache none is kept, so the same command starts over", err=True)
         raise
@@ -605,9 +591,10 @@ def conformance_command(corpus, engine_names, quorum, all_formulas, limit, timeo
                                else f"{corpus} holds no answer files (spreadsheet/<id>/<n>_<id>_answer.xlsx)")
     names = chosen_engines(engine_names)
     engines = [open_engine(name, timeout) for name in names]
-    report = conformance(files, engines, get_policy("spreadsheetbench"), limit,
-                         on_file=lambda n, path: click.echo(f"[{n}] {path.name}", err=True), limit_s=timeout,
-                         quorum=chosen_quorum(quorum, names))
+    with progress(len(files[:limit]), "files") as shown:
+        report = conformance(files, engines, get_policy("spreadsheetbench"), limit,
+                             on_file=lambda n, path: shown.advance(path.name), limit_s=timeout,
+                             quorum=chosen_quorum(quorum, names))
     if fmt == "json":
         click.echo(json.dumps({"format_version": 1, **report.to_json()}, indent=2, ensure_ascii=False, default=str))
         return
@@ -766,7 +753,9 @@ def audit_benchmark_command(ctx, folder, grader, recalc, fail_on, workers, limit
     Example:
       regrade audit benchmark ../shared/spreadsheetbench --format json > audit.json
     """
-    report = audit_benchmark(folder, grader, recalc, workers, limit)
+    with progress(len(load_dataset(folder)[:limit]), "tasks") as shown:
+        report = audit_benchmark(folder, grader, recalc, workers, limit,
+                                 on_task=lambda task: shown.advance(f"task {task.task_id}"))
     columns = ["id", "severity", "task_id", "case", "message"]
     if fmt == "json":
         click.echo(json.dumps({"format_version": 1, **report.as_json()}, indent=2, ensure_ascii=False))

@@ -211,11 +211,11 @@ def test_the_benchmark_audit_command_exit_status_and_formats(small_benchmark):
     assert table.exit_code == 1 and "golden-fails-itself" in table.output  # errors exist
     relaxed = runner.invoke(main, ["audit", "benchmark", str(small_benchmark), "--workers", "1", "--limit", "1",
                                    "--fail-on", "error", "--format", "json"])
-    data = json.loads(relaxed.output)
+    data = json.loads(relaxed.stdout)
     assert data["summary"]["tasks"] == 1 and data["grader"] == "spreadsheetbench-official"
     assert relaxed.exit_code == 1  # task "clean" has a corrupt golden and a missing input
     rows = runner.invoke(main, ["audit", "benchmark", str(small_benchmark), "--workers", "1", "--format", "csv"])
-    assert rows.output.splitlines()[0] == "grader,id,severity,task_id,case,message"
+    assert rows.stdout.splitlines()[0] == "grader,id,severity,task_id,case,message"
 
 
 @pytest.mark.skipif(not (SHARED / "official_grades.json").is_file(), reason=SHARED_ABSENT)

@@ -270,3 +270,42 @@ def test_a_grader_command_exiting_0_or_1_is_judged(tmp_path):
     assert report["errors"] == {} and report["grader"] == "command"
     negatives = [c for c in report["categories"] if c["kind"] == "negative"]
     assert sum(c["false_pass"] for c in negatives) == sum(c["probes"] for c in negatives) > 0
+
+
+def test_progress_is_a_bar_with_rate_and_time_left_on_a_terminal(capsys):
+    from regrade.render.progress import Progress
+
+    with Progress(3, "cases", terminal=True) as shown:
+        for label in ("a", "b", "c"):
+            shown.advance(label, cached=label == "a")
+    err = capsys.readouterr().err
+    assert "3/3" in err and "cases/s" in err and "left" in err and "(1 cached)" in err
+    with Progress(2, "files", terminal=False) as plain:
+        plain.advance("x.xlsx")
+    assert capsys.readouterr().err == "[1/2] x.xlsx\n"
+    with Progress(2, "files", quiet=True, terminal=True) as silent:
+        silent.advance("x.xlsx")
+    assert capsys.readouterr().err == "" and silent.done == 1
+
+
+def test_quiet_anywhere_on_the_line_leaves_warnings_and_drops_progress(dataset, tmp_path):
+    require_engines("ironcalc")
+    found = outputs(tmp_path, "none", (1, 2))
+    args = ["rescore", "--dataset", dataset, "--condition", f"none={found}", "--engines", "ironcalc", "--workers", 1,
+            "-o", tmp_path / "r.jsonl"]
+    loud, quiet = invoke(*args), invoke(*args, "-q")
+    assert "[1/3]" in loud.stderr and "[1/3]" not in quiet.stderr
+    assert "condition none: 2 of 3 outputs found, 1 missing" in quiet.stderr  # what is missing is never quiet
+    assert loud.stdout == quiet.stdout
+
+
+def test_conformance_and_audit_benchmark_show_progress(tmp_path):
+    require_engines("ironcalc")
+    from tests.conftest import ROOT
+
+    shutil.copyfile(ROOT / "fixtures" / "oracles" / "ironcalc" / "docs" / "DATE.xlsx", tmp_path / "DATE.xlsx")
+    result = invoke("conformance", "--all-formulas", tmp_path, "--engines", "ironcalc")
+    assert result.exit_code == 0, result.output
+    assert "[1/1] DATE.xlsx" in result.stderr
+    audit = invoke("audit", "benchmark", DEMO / "dataset", "--limit", 2, "--workers", 1)
+    assert "[1/2] task " in audit.stderr and "[2/2] task " in audit.stderr

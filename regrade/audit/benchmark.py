@@ -40,7 +40,7 @@ from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from regrade.values import CannotEvaluate
 from regrade.engines.registry import open_engine
@@ -50,7 +50,7 @@ from regrade.grading.grade import GoldenError, load_golden
 from regrade.grading.graders import make_grader
 from regrade.runs.positions import PositionError, parse_answer_position
 from regrade.provenance import regrade_version
-from regrade.runs.cases import golden_files, input_file, load_dataset
+from regrade.runs.cases import task_fields, golden_files, input_file, load_dataset
 
 SEVERITIES = ("info", "warning", "error")
 MOSTLY_EMPTY = 0.25
@@ -112,20 +112,31 @@ class BenchmarkAudit:
         return SEVERITIES[max(levels)] if levels else None
 
 
+def _told(task: TaskAudit, on_task: Callable[[TaskAudit], None] | None) -> TaskAudit:
+    if on_task is not None:
+        on_task(task)
+    return task
+
+
 def audit_benchmark(folder: Path, grader: str = "spreadsheetbench-official", recalc: str | None = None,
-                    workers: int | None = None, limit: int | None = None) -> BenchmarkAudit:
-    """Audit every task of ``folder`` (the first ``limit`` in dataset.json order)."""
+                    workers: int | None = None, limit: int | None = None,
+                    on_task: Callable[[TaskAudit], None] | None = None) -> BenchmarkAudit:
+    """Audit every task of ``folder`` (the first ``limit`` in dataset.json order); ``on_task`` is
+    called as each task's audit comes back, in dataset order."""
     if recalc is not None and recalc not in RECALC_ENGINES:
         raise ValueError(f"--recalc takes {' or '.join(RECALC_ENGINES)}, not {recalc!r}")
     identity = make_grader(grader)  # fails early on an unknown name
     records = load_dataset(folder)[:limit]
+    for number, record in enumerate(records, start=1):  # an answer_position problem is a finding; no id is not a task
+        if not isinstance(record, dict) or record.get("id") in (None, ""):
+            task_fields(folder / "dataset.json", number, record)  # raises, naming the record
     jobs = [(folder, record, grader, recalc) for record in records]
     workers = workers or os.cpu_count() or 1
     if workers > 1 and len(jobs) > 1:  # not multiprocessing.Pool: its daemon workers may not start engine workers
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-            tasks = list(pool.map(_audit_task_job, jobs, chunksize=4))
+            tasks = [_told(task, on_task) for task in pool.map(_audit_task_job, jobs, chunksize=4)]
     else:
-        tasks = [_audit_task_job(job) for job in jobs]
+        tasks = [_told(_audit_task_job(job), on_task) for job in jobs]
     counts = Counter(t.cases for t in tasks if t.cases)
     usual = counts.most_common(1)[0][0] if counts else 0
     for task in tasks:
