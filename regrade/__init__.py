@@ -1,16 +1,17 @@
 """regrade: tell which spreadsheet-benchmark failures are real.
 
-The library behind the ``regrade`` command. Start with :func:`regrade.runner.rescore_run`
-for the pipeline, :mod:`regrade.grading.policies` for grading policies, and
-:func:`regrade.paired_table` (pandas in, pandas out) for before/after tables with
-statistics.
+The library behind the ``regrade`` command, one function per job (:mod:`regrade.api`):
+``regrade.rescore``, ``regrade.diff``, ``regrade.paired_table``, ``regrade.audit_benchmark``,
+``regrade.audit_grader``; ``regrade.Results`` is a results file as pydantic models
+(:mod:`regrade.records`). ``docs/api.md`` has examples.
 """
 
-__all__ = ["paired_table", "results_frame"]
+__all__ = ["rescore", "diff", "paired_table", "audit_benchmark", "audit_grader", "results_frame", "Results",
+           "RescoreResults"]
 
 
 def __getattr__(name: str):
-    """``regrade.paired_table`` and ``regrade.results_frame``, importing pandas only when asked."""
+    """The API's names, importing pandas and the engines only when one is asked for."""
     if name in __all__:
         from regrade import api
 

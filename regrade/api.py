@@ -1,21 +1,43 @@
-"""The Python API over pandas: outcomes in, paired tables out.
+"""The Python API: one function per job, typed records or pandas DataFrames out.
 
-    import pandas as pd, regrade
-    outcomes = pd.read_csv("outcomes.csv")   # stack, benchmark, condition, task_id, passed [, case, trial]
-    table = regrade.paired_table(outcomes, baseline="none", ci="newcombe", correction="holm")
+    import regrade
+    results = regrade.rescore(dataset="data", conditions={"none": "out/none", "skills": "out/skills"},
+                              output="results.jsonl")
+    regrade.diff(results)                        # shallow against full grading, per condition
+    regrade.paired_table(results, baseline="none")
+    regrade.audit_benchmark("data")              # the benchmark's own data and grader
+    regrade.audit_grader("gnumeric-recalc")      # a grader against the sealed control pack
 
-A DataFrame of regrade results (``regrade.results_frame("results.jsonl")``) works too, and
-then gives both gradings (``original`` and ``regraded``).
+Each does what the command of the same name does, without printing: what the command says on
+stderr (missing outputs, what was not judged) is in the returned records (``Results.inventory``,
+``Results.summary``). Errors are exceptions with the same one-line messages. ``docs/api.md``
+walks through each.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal, Mapping, Sequence
 
 import pandas as pd
 
+from regrade.audit.benchmark import BenchmarkAudit
+from regrade.audit.benchmark import audit_benchmark as _audit_benchmark
+from regrade.audit.controls import PACK, load_pack
+from regrade.audit.grader import GraderAudit
+from regrade.audit.grader import audit_grader as _audit_grader
+from regrade.engines.base import DEFAULT_TIMEOUT_S
+from regrade.engines.registry import default_full_engines
+from regrade.grading.consensus import default_quorum
+from regrade.grading.graders import Grader, make_grader
+from regrade.grading.summary import RunSummary, summarise
+from regrade.paired import diff as _diff
 from regrade.paired import tables as paired
+from regrade.records import Results
 from regrade.results import read_outcomes
+from regrade.runner import RescoreSettings, ResultCache, default_cache_dir, rescore_run, rescore_to_file
+from regrade.runs.inventory import ConditionInventory, check_inventory
+from regrade.runs.load import load_run
 
 COLUMNS = ["stack", "benchmark", "condition", "baseline", "grading", "n", "pass_rate_baseline", "pass_rate_treatment",
            "gains", "regressions", "retained", "residual", "net", "delta", "ci_lower", "ci_upper", "ci_method", "p_value",
@@ -23,18 +45,90 @@ COLUMNS = ["stack", "benchmark", "condition", "baseline", "grading", "n", "pass_
            "trials_treatment", "noise_discordance", "noise_gains", "noise_regressions"]
 
 
-def paired_table(outcomes: pd.DataFrame, baseline: str = "none", ci: str = "newcombe", alpha: float = 0.05,
-                 correction: str = "bonferroni", unit: str = "task") -> pd.DataFrame:
-    """One row per (stack, benchmark, condition != baseline, grading); see :mod:`regrade.paired.tables`."""
-    missing = [c for c in ("condition", "task_id") if c not in outcomes.columns]
-    if missing or not ({"passed", "verdict"} & set(outcomes.columns)):
-        raise paired.PairingError(f"outcomes need condition, task_id and passed (or regrade results); missing "
-                                  f"{', '.join(missing) or 'passed'}")
-    records = [{k: _plain(v) for k, v in row.items()} for row in outcomes.to_dict(orient="records")]
-    comparisons = paired.paired_table(records, baseline, ci, alpha, correction, unit)
-    if "verdict" not in outcomes.columns:
+class RescoreResults(Results):
+    """:class:`regrade.records.Results`, with what the run held before grading and its summary."""
+
+    inventory: list[dict] = []
+    summary: dict = {}
+
+
+def rescore(dataset: str | Path | None = None, conditions: Mapping[str, str | Path] | Sequence[str] = (),
+            runs: str | Path | None = None, manifest: str | Path | None = None, *,
+            engines: Sequence[str] | None = None, quorum: int | None = None, policy: str = "spreadsheetbench",
+            shallow: str = "cached", timeout_s: float = DEFAULT_TIMEOUT_S, workers: int = 1,
+            output: str | Path | None = None, cache: bool = True, cache_dir: str | Path | None = None,
+            allow_missing: bool = False, stack: str = "default", benchmark: str = "spreadsheetbench") -> RescoreResults:
+    """Grade every case value-only and with the full engines, as ``regrade rescore`` does.
+
+    ``conditions`` maps a condition to its output folder (or is a list of ``"NAME=DIR"``); ``runs``
+    makes every subfolder a condition; or give a ``manifest``. With ``output`` the results file is
+    written (provenance first). A condition with no output at all raises
+    :class:`regrade.runs.inventory.EmptyCondition` unless ``allow_missing``.
+    """
+    run = load_run(_path(dataset), {k: Path(v) for k, v in conditions.items()} if isinstance(conditions, Mapping)
+                   else list(conditions), _path(runs), _path(manifest), stack, benchmark)
+    check_inventory(run.inventories, allow_missing, _path(manifest))
+    chosen = list(engines) if engines else default_full_engines()
+    settings = RescoreSettings(policy, shallow, tuple(chosen), timeout_s,
+                               quorum=quorum or default_quorum(len(chosen)))
+    store = ResultCache(Path(cache_dir) if cache_dir else default_cache_dir()) if cache else None
+    if output is not None:
+        provenance, records = rescore_to_file(run.cases, settings, Path(output), workers, store,
+                                              command={"command": "api.rescore"}, described_by=run.described_by)
+    else:
+        provenance, records = None, rescore_run(run.cases, settings, workers, store)
+    results = Results.from_records(provenance, records)
+    return RescoreResults(provenance=results.provenance, cases=results.cases,
+                          inventory=[i.to_json() for i in run.inventories], summary=_summary(summarise(records)))
+
+
+def diff(results: Results | str | Path, by: Literal["summary", "cells", "rules"] = "summary") -> pd.DataFrame:
+    """Shallow against full grading, as ``regrade diff``: per condition (``summary``), every
+    differing cell with its reason (``cells``), or the engines' abstentions by rule (``rules``)."""
+    records = _records(results, rescored=True)
+    if by == "cells":
+        return pd.DataFrame(_diff.differing_cells(records), columns=_diff.CELL_COLUMNS)
+    if by == "rules":
+        return pd.DataFrame(_diff.abstentions(records), columns=_diff.ABSTENTION_COLUMNS)
+    if by != "summary":
+        raise ValueError(f"by is summary, cells or rules, not {by!r}")
+    return pd.DataFrame(_diff.summary(records), columns=_diff.SUMMARY_COLUMNS)
+
+
+def paired_table(outcomes: pd.DataFrame | Results | str | Path, baseline: str = "none", ci: str = "newcombe",
+                 alpha: float = 0.05, correction: str = "bonferroni", unit: str = "task",
+                 aggregate: str = "hard") -> pd.DataFrame:
+    """One row per (stack, benchmark, condition != baseline, grading); see :mod:`regrade.paired.tables`.
+
+    ``outcomes``: a DataFrame of outcomes (condition, task_id, passed [, stack, benchmark, case,
+    trial]) or of regrade results; :class:`Results`; or the path of a results or outcomes file.
+    ``passed`` takes booleans, 0/1 or true/false, pass/fail, yes/no; anything else is an error."""
+    if isinstance(outcomes, pd.DataFrame):
+        missing = [c for c in ("condition", "task_id") if c not in outcomes.columns]
+        if missing or not ({"passed", "verdict"} & set(outcomes.columns)):
+            raise paired.PairingError(f"outcomes need condition, task_id and passed (or regrade results); missing "
+                                      f"{', '.join(missing) or 'passed'}")
+        records = [{k: _plain(v) for k, v in row.items()} for row in outcomes.to_dict(orient="records")]
+    else:
+        records = _records(outcomes)
+    comparisons = paired.paired_table(records, baseline, ci, alpha, correction, unit, aggregate)
+    if not any("verdict" in r for r in records):
         comparisons = [c for c in comparisons if c.grading == "original"]
     return pd.DataFrame([c.as_row() for c in comparisons], columns=COLUMNS)
+
+
+def audit_benchmark(folder: str | Path, grader: str = "spreadsheetbench-official", recalc: str | None = None,
+                    workers: int | None = None, limit: int | None = None) -> BenchmarkAudit:
+    """A benchmark's data and grader, as ``regrade audit benchmark``: its ``findings()``, ``summary()``."""
+    return _audit_benchmark(Path(folder), grader, recalc, workers, limit)
+
+
+def audit_grader(grader: str | Grader, pack: str | Path = PACK, expect_digest: str | None = None) -> GraderAudit:
+    """A grader against the sealed control pack, as ``regrade audit grader``. ``grader``: a built-in
+    name, or any object with ``name``, ``settings()`` and ``passes(output, answer, position)``
+    (:class:`regrade.grading.graders.Grader`; ``make_grader(None, command=...)`` makes a command one)."""
+    chosen = make_grader(grader) if isinstance(grader, str) else grader
+    return _audit_grader(chosen, load_pack(Path(pack), expect_digest))
 
 
 def results_frame(path: str | Path) -> pd.DataFrame:
@@ -43,8 +137,29 @@ def results_frame(path: str | Path) -> pd.DataFrame:
     return pd.DataFrame(records)
 
 
+def _records(results: Results | str | Path, rescored: bool = False) -> list[dict]:
+    """Case records: of :class:`Results`, of a results file (validated), or (unless ``rescored``)
+    of any outcomes file."""
+    if isinstance(results, Results):
+        return results.records()
+    return Results.read(Path(results)).records() if rescored else read_outcomes(Path(results))[1]
+
+
+def _summary(summary: RunSummary) -> dict:
+    return {"cases": summary.cases, "value_only_failures": summary.value_only_failures,
+            "artifacts": summary.artifacts, "not_judged": dict(summary.not_judged), "headline": summary.headline}
+
+
+def _path(value: str | Path | None) -> Path | None:
+    return None if value is None else Path(value)
+
+
 def _plain(value: object) -> object:
     """pandas' missing values as None, numpy scalars as Python ones."""
     if value is None or (isinstance(value, float) and value != value):
         return None
     return value.item() if hasattr(value, "item") else value
+
+
+__all__ = ["rescore", "diff", "paired_table", "audit_benchmark", "audit_grader", "results_frame", "Results",
+           "RescoreResults", "ConditionInventory"]

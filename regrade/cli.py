@@ -34,7 +34,6 @@ from regrade.paired.tables import (
 )
 from regrade.audit.probes import MATRIX, OUTCOMES, load_matrix, record_matrix, run_pack
 from regrade.audit.probes import scores as probe_scores
-from regrade.provenance import provenance
 from regrade.render.progress import Progress
 from regrade.render.rows import FORMATS, TABLE_FORMATS, render
 from regrade.paired.sources import load_outcomes
@@ -43,10 +42,11 @@ from regrade.results import (
 )
 from regrade.paired.stats import CORRECTIONS, INTERVALS
 from regrade.runner import (
-    SHALLOW_ENGINES, RescoreSettings, ResultCache, default_cache_dir, engine_versions, rescore_run,
+    SHALLOW_ENGINES, RescoreSettings, ResultCache, default_cache_dir, rescore_to_file,
 )
-from regrade.runs.cases import Case, RunError, load_dataset, manifest_cases, parse_conditions, run_conditions, spreadsheetbench_cases
-from regrade.runs.inventory import EmptyCondition, check_inventory, take_inventory
+from regrade.runs.cases import ArgumentError, Case, RunError, load_dataset, spreadsheetbench_cases
+from regrade.runs.load import LoadedRun, load_run
+from regrade.runs.inventory import EmptyCondition, check_inventory
 from regrade.grading.summary import summarise
 from regrade.grading.verdicts import VERDICTS
 
@@ -65,7 +65,7 @@ def library_errors(command: Callable) -> Callable:
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
             raise click.exceptions.Exit(INTERRUPTED) from None
-        except EmptyCondition as exc:
+        except (EmptyCondition, ArgumentError) as exc:
             if _debugging():
                 raise
             raise click.UsageError(str(exc)) from exc  # exit status 2: nothing of the run was graded
@@ -123,32 +123,13 @@ POSITIVE_SECONDS = click.FloatRange(min=0, min_open=True)
 
 
 def load_cases(dataset: Path | None, conditions: tuple[str, ...], runs_dir: Path | None, stack: str, benchmark: str,
-               manifest: Path | None, allow_missing: bool) -> list[Case]:
+               manifest: Path | None, allow_missing: bool) -> LoadedRun:
     """The run's cases, after its inventory is said on stderr (:mod:`regrade.runs.inventory`)."""
-    if (dataset is None) == (manifest is None):
-        raise click.UsageError("give either --dataset (with --condition NAME=OUTDIR or --runs DIR) or --manifest")
-    folders: dict[str, Path] = {}
-    if manifest is not None:
-        if conditions or runs_dir:
-            raise click.UsageError("--condition and --runs go with --dataset; a manifest names each case's output")
-        cases = manifest_cases(manifest)
-    else:
-        assert dataset is not None
-        try:
-            folders = parse_conditions(conditions)
-        except RunError as exc:
-            raise click.UsageError(str(exc)) from exc
-        if runs_dir is not None:
-            for name, folder in run_conditions(runs_dir).items():
-                if name in folders:
-                    raise click.UsageError(f"condition {name!r} is both a --condition and a folder of --runs {runs_dir}")
-                folders[name] = folder
-        cases = spreadsheetbench_cases(dataset, folders, stack=stack, benchmark=benchmark)
-    inventories = take_inventory(cases, folders)
-    for inventory in inventories:
+    run = load_run(dataset, conditions, runs_dir, manifest, stack, benchmark)
+    for inventory in run.inventories:
         click.echo(inventory.message(), err=True)
-    check_inventory(inventories, allow_missing, manifest)
-    return cases
+    check_inventory(run.inventories, allow_missing, manifest)
+    return run
 
 
 @click.group(cls=CommandLine)
@@ -190,7 +171,7 @@ def grade_command(dataset, conditions, runs_dir, allow_missing, stack, benchmark
       regrade grade --values ironcalc --policy spreadsheetbench \\
           --dataset DATA --condition none=OUT_NONE
     """
-    cases = load_cases(dataset, conditions, runs_dir, stack, benchmark, manifest, allow_missing)
+    cases = load_cases(dataset, conditions, runs_dir, stack, benchmark, manifest, allow_missing).cases
     chosen = get_policy(policy)
     engine = open_engine(values, timeout)
     stored = open_engine("cached", timeout)
@@ -297,20 +278,16 @@ def rescore_command(dataset, conditions, runs_dir, allow_missing, stack, benchma
       regrade rescore --dataset DATA --condition none=OUT_NONE \\
           --condition skills=OUT_SKILLS -o results.jsonl
     """
-    cases = load_cases(dataset, conditions, runs_dir, stack, benchmark, manifest, allow_missing)
+    run = load_cases(dataset, conditions, runs_dir, stack, benchmark, manifest, allow_missing)
     engines = chosen_engines(engine_names)
     settings = RescoreSettings(policy, shallow, tuple(engines), timeout, quorum=chosen_quorum(quorum, engines))
     started = time.monotonic()
-    records = run_rescore(cases, settings, workers, None if no_cache else ResultCache(cache_dir or default_cache_dir()),
-                          output, {"command": "rescore"}, run_files(dataset, manifest))
+    records = run_rescore(run.cases, settings, workers,
+                          None if no_cache else ResultCache(cache_dir or default_cache_dir()),
+                          output, {"command": "rescore"}, run.described_by)
     click.echo(render(["verdict", "cases"], verdict_counts(records), "table"))
     for line in summarise(records, time.monotonic() - started).lines(output):
         click.echo(line, err=True)
-
-
-def run_files(dataset: Path | None, manifest: Path | None) -> list[Path]:
-    """The files that describe a run, for provenance."""
-    return [dataset / "dataset.json"] if dataset is not None else [manifest] if manifest is not None else []
 
 
 def chosen_engines(names: str | None) -> list[str]:
@@ -332,33 +309,20 @@ def chosen_engines(names: str | None) -> list[str]:
 
 def run_rescore(cases: list[Case], settings: RescoreSettings, workers: int, cache: ResultCache | None, output: Path,
                 command: dict, described_by: list[Path], kept: bool = True) -> list[dict]:
-    """Rescore, write the results file (provenance first) and return the case records.
+    """Rescore with progress, write the results file and return the case records.
     ``kept``: the results file outlives the command (the demo's scratch file does not)."""
-    partial = output.parent / f".{output.name}.partial"
-    output.parent.mkdir(parents=True, exist_ok=True)
-    partial.unlink(missing_ok=True)
     shown = progress(len(cases), "cases")
     try:
         with shown:
-            records = rescore_run(cases, settings, workers, cache, lambda index, record, cached: shown.advance(
-                f"{record['condition']} task {record['task_id']} case {record['case']}: {record['verdict']}", cached),
-                partial)
+            _, records = rescore_to_file(cases, settings, output, workers, cache, lambda index, record, cached:
+                                         shown.advance(f"{record['condition']} task {record['task_id']} case "
+                                                       f"{record['case']}: {record['verdict']}", cached),
+                                         command, described_by)
     except KeyboardInterrupt:
         done = f"{shown.done} of {len(cases)} cases were graded"
         click.echo(f"\n{done} and saved in the results cache; the same command resumes from there" if cache is not None
                    else f"\n{done}; with --no-cache none is kept, so the same command starts over", err=True)
         raise
-    inputs = [*described_by, *(p for c in cases for p in (c.output_path, c.answer_path))]
-    record = provenance(
-        {**command, "policy": settings.policy, "shallow": settings.shallow, "full": list(settings.engines),
-         "timeout_s": settings.timeout_s, "bridge_work": settings.bridge_work, "quorum": settings.quorum,
-         "workers": workers,
-         "cache": str(cache.directory) if cache else None},
-        engine_versions(settings),
-        inputs,
-    )
-    write_jsonl(output, [record, *records])
-    partial.unlink(missing_ok=True)
     click.echo(f"wrote {len(records)} cases to {output}" if kept else
                f"graded {len(records)} cases (pass -o FILE to keep the results)", err=True)
     if len(settings.engines) > 1:
@@ -541,7 +505,7 @@ def demo_command(run_dir, output, engine_names):
     with tempfile.TemporaryDirectory() as scratch:
         target = output or Path(scratch) / "results.jsonl"
         records = run_rescore(cases, settings, os.cpu_count() or 1, None, target, {"command": "demo"},
-                              run_files(run_dir / "dataset", None), kept=output is not None)
+                              [run_dir / "dataset" / "dataset.json"], kept=output is not None)
     click.echo(render(["verdict", "cases"], verdict_counts(records), "table"))
     click.echo("")
     rows = [c.as_row() for c in paired_table(records, "none")]

@@ -19,20 +19,21 @@ import json
 import multiprocessing
 import multiprocessing.util
 import os
+import signal
 import tempfile
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Sequence
 
 from regrade.engines.base import DEFAULT_BRIDGE_WORK, Engine
 from regrade.engines.registry import open_engine
 from regrade.grading.policies import get_policy
 from regrade.limits import DeadlineExceeded, deadline
-from regrade.provenance import git_revision, regrade_version, sha256_file
+from regrade.provenance import git_revision, provenance, regrade_version, sha256_file
 from regrade.grading.rescore import CaseResult, rescore_case
-from regrade.results import case_fields, grading_fields
+from regrade.results import case_fields, grading_fields, write_jsonl
 from regrade.runs.cases import Case
 from regrade.grading.verdicts import UNEVALUABLE
 
@@ -160,6 +161,31 @@ def rescore_run(
     return [r for r in records if r is not None]
 
 
+def rescore_to_file(cases: list[Case], settings: RescoreSettings, output: Path, workers: int = 1,
+                    cache: ResultCache | None = None, on_record: Callable[[int, dict, bool], None] | None = None,
+                    command: dict | None = None, described_by: Sequence[Path] = ()) -> tuple[dict, list[dict]]:
+    """Rescore and write the results file, provenance first (:mod:`regrade.results`); return both.
+
+    Records go to a hidden ``.partial`` file beside ``output`` as they finish; ``output`` itself
+    is written once, complete. ``command`` and ``described_by`` (dataset.json or the manifest)
+    go into the provenance record."""
+    partial = output.parent / f".{output.name}.partial"
+    output.parent.mkdir(parents=True, exist_ok=True)
+    partial.unlink(missing_ok=True)
+    records = rescore_run(cases, settings, workers, cache, on_record, partial)
+    inputs = [*described_by, *(p for c in cases for p in (c.output_path, c.answer_path))]
+    record = provenance(
+        {**(command or {}), "policy": settings.policy, "shallow": settings.shallow, "full": list(settings.engines),
+         "timeout_s": settings.timeout_s, "bridge_work": settings.bridge_work, "quorum": settings.quorum,
+         "workers": workers, "cache": str(cache.directory) if cache else None},
+        engine_versions(settings),
+        inputs,
+    )
+    write_jsonl(output, [record, *records])
+    partial.unlink(missing_ok=True)
+    return record, records
+
+
 def _in_pool(cases: list[Case], todo: Iterable[int], settings: RescoreSettings, workers: int,
              finish: Callable[[int, dict, bool], None]) -> None:
     """Grade in a pool. If a worker process dies, the cases it may have held become suspects:
@@ -180,17 +206,21 @@ def _pool_pass(cases: list[Case], queue: list[int], settings: RescoreSettings, w
     context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
     with ProcessPoolExecutor(workers, mp_context=context, initializer=_start_pool_worker, initargs=(settings,)) as pool:
         running: dict[Future, int] = {}
-        while queue or running:
-            while queue and len(running) < workers * 2:  # a short queue: results come back as they finish
-                index = queue.pop(0)
-                running[pool.submit(_grade, cases[index])] = index
-            done, _ = wait(running, return_when=FIRST_COMPLETED)
-            for future in done:
-                try:
-                    grading = future.result()
-                except BrokenProcessPool:
-                    return list(running.values())
-                finish(running.pop(future), grading, False)
+        try:
+            while queue or running:
+                while queue and len(running) < workers * 2:  # a short queue: results come back as they finish
+                    index = queue.pop(0)
+                    running[pool.submit(_grade, cases[index])] = index
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in done:
+                    try:
+                        grading = future.result()
+                    except BrokenProcessPool:
+                        return list(running.values())
+                    finish(running.pop(future), grading, False)
+        except KeyboardInterrupt:
+            pool.shutdown(wait=True, cancel_futures=True)  # cases not started are dropped, not graded first
+            raise
     return []
 
 
@@ -222,8 +252,15 @@ def _start_pool_worker(settings: RescoreSettings) -> None:
     """A pool worker's engines, closed when the worker ends. A pool worker leaves through
     os._exit, which runs no atexit hook but does run multiprocessing's finalizers."""
     _WORKER.clear()  # a forked worker's copies of the parent's engines are the parent's to close
+    signal.signal(signal.SIGINT, _leave_quietly)
     _open_worker_engines(settings)
     multiprocessing.util.Finalize(None, _close_worker_engines, exitpriority=10)
+
+
+def _leave_quietly(signum: int, frame: object) -> None:
+    """Ctrl-C reaches every process of the terminal's group: a worker ends its case and leaves
+    without a traceback of its own (the parent says what was saved); its finalizers still run."""
+    raise SystemExit(128 + signum)
 
 
 def case_limit_s(settings: RescoreSettings) -> float:

@@ -26,6 +26,11 @@ class RunError(Exception):
     """A run that cannot be loaded at all (as opposed to one bad case)."""
 
 
+class ArgumentError(RunError):
+    """What the user named cannot be a run (a condition named twice, NAME=OUTDIR without a name):
+    a usage error, exit status 2 on the command line."""
+
+
 class Case(BaseModel):
     """One graded output of one test case of one task under one condition."""
 
@@ -164,9 +169,9 @@ def parse_conditions(texts: tuple[str, ...] | list[str]) -> dict[str, Path]:
     for text in texts:
         name, sep, folder = text.partition("=")
         if not sep or not name or not folder:
-            raise RunError(f"--condition takes NAME=OUTDIR, got {text!r}")
+            raise ArgumentError(f"--condition takes NAME=OUTDIR, got {text!r}")
         if name in parsed:
-            raise RunError(f"condition {name!r} is given twice ({parsed[name]} and {folder}); name each folder once")
+            raise ArgumentError(f"condition {name!r} is given twice ({parsed[name]} and {folder}); name each folder once")
         parsed[name] = Path(folder)
     return parsed
 
