@@ -68,3 +68,27 @@ def test_manifest_missing_a_column_names_the_row(tmp_path):
 def test_find_output_prefers_flat_layout(tmp_path):
     (tmp_path / "3_9_output.xlsx").write_bytes(b"")
     assert find_output(tmp_path, "9", 3) == tmp_path / "3_9_output.xlsx"
+
+
+def test_verified_naming_quirks_bare_files_and_files_of_another_id(tmp_path, workbook):
+    """SpreadsheetBench Verified (as the public Harbor adapter reads it): {n}_{id}_golden.xlsx with
+    {n}_{id}_init.xlsx; bare golden.xlsx / initial.xlsx; golden files that carry another id, numbered
+    in name order."""
+    from regrade.runs.cases import golden_files, input_file
+
+    root = tmp_path / "verified"
+    golden = workbook({"A1": 1})
+    layouts = {"13-1": ["1_13-1_golden.xlsx", "1_13-1_init.xlsx"],
+               "bare": ["golden.xlsx", "initial.xlsx"],
+               "40": ["1_39_golden.xlsx", "2_39_golden.xlsx", "1_39_init.xlsx", "2_39_init.xlsx"]}
+    for task, names in layouts.items():
+        (root / "spreadsheet" / task).mkdir(parents=True)
+        for name in names:
+            shutil.copyfile(golden, root / "spreadsheet" / task / name)
+    found = {task: {n: p.name for n, p in golden_files(root, task).items()} for task in layouts}
+    assert found == {"13-1": {1: "1_13-1_golden.xlsx"}, "bare": {1: "golden.xlsx"},
+                     "40": {1: "1_39_golden.xlsx", 2: "2_39_golden.xlsx"}}
+    inputs = {task: {n: input_file(root / "spreadsheet" / task / name, task, n).name
+                     for n, name in cases.items()} for task, cases in found.items()}
+    assert inputs == {"13-1": {1: "1_13-1_init.xlsx"}, "bare": {1: "initial.xlsx"},
+                      "40": {1: "1_39_init.xlsx", 2: "2_39_init.xlsx"}}

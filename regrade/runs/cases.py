@@ -3,7 +3,8 @@
 Two layouts are read:
 
 - SpreadsheetBench: ``DATASET/dataset.json`` with goldens
-  ``DATASET/spreadsheet/<id>/<n>_<id>_answer.xlsx`` (Verified: ``1_<id>_golden.xlsx``)
+  ``DATASET/spreadsheet/<id>/<n>_<id>_answer.xlsx`` (Verified: ``1_<id>_golden.xlsx``, a bare
+  ``golden.xlsx``, or golden files of another id: :func:`golden_files`)
   and, for each condition, an output folder holding ``<n>_<id>_output.xlsx``
   (directly, or under ``<id>/``). A file name with a space before ``.xlsx`` is found too.
   ``--runs DIR`` makes every subfolder of DIR a condition (:func:`run_conditions`).
@@ -72,26 +73,37 @@ def load_dataset(dataset_dir: Path) -> list[dict]:
 
 
 def golden_files(dataset_dir: Path, task_id: str) -> dict[int, Path]:
-    """The golden file of each test case of a task, by case number."""
+    """The golden file of each test case of a task, by case number.
+
+    ``<n>_<id>_answer.xlsx`` (also with a space before ``.xlsx``), or SpreadsheetBench
+    Verified's ``<n>_<id>_golden.xlsx``; where no file names the task's own id, Verified's
+    other two forms, as the public Harbor adapter reads them: golden files that carry another
+    id (``1_39_golden.xlsx`` in folder 40), numbered in name order, and a bare ``golden.xlsx``."""
     folder = dataset_dir / "spreadsheet" / task_id
-    found: dict[int, Path] = {}
     if not folder.is_dir():
+        return {}
+    names = sorted(p.name for p in folder.iterdir() if p.is_file())
+    own = re.compile(rf"^(\d+)_{re.escape(task_id)}_(answer|golden) ?\.xlsx$")
+    found = {int(m.group(1)): folder / name for name in names if (m := own.match(name))}
+    if found:
         return found
-    pattern = re.compile(rf"^(\d+)_{re.escape(task_id)}_(answer|golden) ?\.xlsx$")
-    for path in sorted(folder.iterdir()):
-        match = pattern.match(path.name)
-        if match:
-            found[int(match.group(1))] = path
-    return found
+    others = [name for name in names if name.endswith(("_golden.xlsx", "_answer.xlsx"))]
+    if others:
+        return {number: folder / name for number, name in enumerate(others, start=1)}
+    return {1: folder / "golden.xlsx"} if "golden.xlsx" in names else {}
 
 
 def input_file(golden: Path, task_id: str, case: int) -> Path | None:
     """The unmodified input beside a golden file (``<n>_<id>_input.xlsx``, with the stray space
-    some names have, or the Verified ``<n>_<id>_init.xlsx``), or None."""
+    some names have, or Verified's ``<n>_<id>_init.xlsx``, its bare ``initial.xlsx``, or the
+    case-th ``_init.xlsx`` where the files carry another id), or None."""
     for name in (f"{case}_{task_id}_input.xlsx", f"{case}_{task_id}_input .xlsx", f"{case}_{task_id}_init.xlsx"):
         if (golden.parent / name).exists():
             return golden.parent / name
-    return None
+    if golden.name == "golden.xlsx":
+        return golden.parent / "initial.xlsx" if (golden.parent / "initial.xlsx").exists() else None
+    others = sorted(p for p in golden.parent.iterdir() if p.name.endswith(("_init.xlsx", "_input.xlsx")))
+    return others[case - 1] if f"_{task_id}_" not in golden.name and len(others) >= case else None
 
 
 def find_output(output_dir: Path, task_id: str, case: int) -> Path:
