@@ -106,6 +106,7 @@ def run_options(command: Callable) -> Callable:
     options = [
         click.option("--dataset", type=click.Path(path_type=Path, file_okay=False), help="SpreadsheetBench-layout folder (dataset.json, spreadsheet/)."),
         click.option("--condition", "conditions", multiple=True, metavar="NAME=OUTDIR", help="A condition and its output folder (repeat). With --dataset."),
+        click.option("--harbor", "harbor_jobs", multiple=True, metavar="[NAME=]JOB_DIR", help="With --dataset: a Harbor job folder as a condition (named after the folder unless NAME= is given; repeat): each trial's output workbooks from its collected artifacts, its verifier reward as the original grade. A --condition folder that is a Harbor job is read as one."),
         click.option("--runs", "runs_dir", type=click.Path(path_type=Path, file_okay=False), help="With --dataset: every subfolder of this folder is a condition named after it (SpreadsheetBench's outputs/{setting}_{model}/)."),
         click.option("--allow-missing", is_flag=True, help="Grade a condition none of whose outputs exist (each a confirmed-fail, reason missing-output) instead of stopping with exit status 2."),
         click.option("--stack", default="default", show_default=True, help="Stack (agent/model) label for --dataset runs."),
@@ -122,12 +123,14 @@ def run_options(command: Callable) -> Callable:
 POSITIVE_SECONDS = click.FloatRange(min=0, min_open=True)
 
 
-def load_cases(dataset: Path | None, conditions: tuple[str, ...], runs_dir: Path | None, stack: str, benchmark: str,
-               manifest: Path | None, allow_missing: bool) -> LoadedRun:
+def load_cases(dataset: Path | None, conditions: tuple[str, ...], harbor_jobs: tuple[str, ...], runs_dir: Path | None,
+               stack: str, benchmark: str, manifest: Path | None, allow_missing: bool) -> LoadedRun:
     """The run's cases, after its inventory is said on stderr (:mod:`regrade.runs.inventory`)."""
-    run = load_run(dataset, conditions, runs_dir, manifest, stack, benchmark)
+    run = load_run(dataset, conditions, runs_dir, manifest, stack, benchmark, harbor_jobs)
     for inventory in run.inventories:
         click.echo(inventory.message(), err=True)
+    for note in run.notes:
+        click.echo(note, err=True)
     check_inventory(run.inventories, allow_missing, manifest)
     return run
 
@@ -158,7 +161,7 @@ def main(debug: bool, quiet: bool) -> None:
 @click.option("--format", "fmt", type=click.Choice(["jsonl"]), default="jsonl", show_default=True)
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), help="Write here instead of stdout.")
 @library_errors
-def grade_command(dataset, conditions, runs_dir, allow_missing, stack, benchmark, manifest, policy, timeout, values, fmt,
+def grade_command(dataset, conditions, harbor_jobs, runs_dir, allow_missing, stack, benchmark, manifest, policy, timeout, values, fmt,
                   output):
     """Grade every case with one source of values; one JSON line per case.
 
@@ -171,7 +174,7 @@ def grade_command(dataset, conditions, runs_dir, allow_missing, stack, benchmark
       regrade grade --values ironcalc --policy spreadsheetbench \\
           --dataset DATA --condition none=OUT_NONE
     """
-    cases = load_cases(dataset, conditions, runs_dir, stack, benchmark, manifest, allow_missing).cases
+    cases = load_cases(dataset, conditions, harbor_jobs, runs_dir, stack, benchmark, manifest, allow_missing).cases
     chosen = get_policy(policy)
     engine = open_engine(values, timeout)
     stored = open_engine("cached", timeout)
@@ -239,7 +242,7 @@ def chosen_quorum(quorum: int | None, engines: list[str]) -> int:
 @scale_options
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), required=True, help="Results file (JSON Lines) to write.")
 @library_errors
-def rescore_command(dataset, conditions, runs_dir, allow_missing, stack, benchmark, manifest, policy, timeout,
+def rescore_command(dataset, conditions, harbor_jobs, runs_dir, allow_missing, stack, benchmark, manifest, policy, timeout,
                     engine_names, quorum, shallow, workers, cache_dir, no_cache, output):
     """Grade every case value-only and with a full engine, and classify it.
 
@@ -278,7 +281,7 @@ def rescore_command(dataset, conditions, runs_dir, allow_missing, stack, benchma
       regrade rescore --dataset DATA --condition none=OUT_NONE \\
           --condition skills=OUT_SKILLS -o results.jsonl
     """
-    run = load_cases(dataset, conditions, runs_dir, stack, benchmark, manifest, allow_missing)
+    run = load_cases(dataset, conditions, harbor_jobs, runs_dir, stack, benchmark, manifest, allow_missing)
     engines = chosen_engines(engine_names)
     settings = RescoreSettings(policy, shallow, tuple(engines), timeout, quorum=chosen_quorum(quorum, engines))
     started = time.monotonic()

@@ -166,7 +166,7 @@ def test_errors_are_short_messages_with_exit_status_1(tmp_path):
 def test_usage_errors_exit_2():
     result = invoke("grade")
     assert result.exit_code == 2
-    assert "give either --dataset (with --condition NAME=OUTDIR or --runs DIR) or --manifest" in result.stderr
+    assert "give either --dataset (with --condition NAME=OUTDIR, --runs DIR or --harbor JOB_DIR) or --manifest" in result.stderr
 
 
 SUBCOMMANDS = [(name, sub) for name, command in main.commands.items() for sub in getattr(command, "commands", {})]
