@@ -56,3 +56,14 @@ def require_engines(*names: str) -> None:
 def private_cache(tmp_path, monkeypatch):
     """Every test gets its own results cache: none reads or fills the user's."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+
+
+def demo_task_dataset(root: Path, task: str = "59511") -> Path:
+    """One task of the demo run (59511: three test cases) as a SpreadsheetBench folder at ``root``."""
+    import json
+    import shutil
+
+    shutil.copytree(DEMO / "dataset" / "spreadsheet" / task, root / "spreadsheet" / task)
+    records = [r for r in json.loads((DEMO / "dataset" / "dataset.json").read_text()) if str(r["id"]) == task]
+    (root / "dataset.json").write_text(json.dumps(records))
+    return root

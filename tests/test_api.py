@@ -15,7 +15,7 @@ from regrade.cli import main
 from regrade.records import CaseRecord, Results
 from regrade.results import ResultsError
 from regrade.runs.inventory import EmptyCondition
-from tests.conftest import DEMO, require_engines
+from tests.conftest import DEMO, demo_task_dataset, require_engines
 
 TASK = "59511"
 
@@ -23,10 +23,7 @@ TASK = "59511"
 @pytest.fixture
 def run(tmp_path):
     """The demo's task 59511 under two conditions: none (Excel-saved answers) and community."""
-    data = tmp_path / "data"
-    shutil.copytree(DEMO / "dataset" / "spreadsheet" / TASK, data / "spreadsheet" / TASK)
-    records = [r for r in json.loads((DEMO / "dataset" / "dataset.json").read_text()) if str(r["id"]) == TASK]
-    (data / "dataset.json").write_text(json.dumps(records))
+    data = demo_task_dataset(tmp_path / "data", TASK)
     for condition in ("none", "community"):
         (tmp_path / "out" / condition).mkdir(parents=True)
         for case in (1, 2, 3):

@@ -15,18 +15,14 @@ from click.testing import CliRunner
 from regrade.cli import main
 from regrade.runs.harbor import harbor_cases, is_harbor_job
 from regrade.runs.load import load_run
-from tests.conftest import DEMO, require_engines
+from tests.conftest import DEMO, demo_task_dataset, require_engines
 
 TASK = "59511"
 
 
 @pytest.fixture
 def dataset(tmp_path) -> Path:
-    root = tmp_path / "data"
-    shutil.copytree(DEMO / "dataset" / "spreadsheet" / TASK, root / "spreadsheet" / TASK)
-    records = [r for r in json.loads((DEMO / "dataset" / "dataset.json").read_text()) if str(r["id"]) == TASK]
-    (root / "dataset.json").write_text(json.dumps(records))
-    return root
+    return demo_task_dataset(tmp_path / "data", TASK)
 
 
 def trial(job: Path, name: str, task: str, collected: tuple[int, ...], rewards: dict | None, reward_txt: str | None,

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from regrade.cli import main
 from regrade.runs.inventory import take_inventory
 from regrade.runs.cases import spreadsheetbench_cases
-from tests.conftest import DEMO, require_engines
+from tests.conftest import DEMO, demo_task_dataset, require_engines
 
 TASK = "59511"  # three test cases; the demo's outputs of condition none hold Excel-saved answers
 
@@ -25,11 +25,7 @@ def invoke(*args):
 @pytest.fixture
 def dataset(tmp_path) -> Path:
     """The demo's task 59511 alone, as a SpreadsheetBench folder."""
-    root = tmp_path / "data"
-    shutil.copytree(DEMO / "dataset" / "spreadsheet" / TASK, root / "spreadsheet" / TASK)
-    records = [r for r in json.loads((DEMO / "dataset" / "dataset.json").read_text()) if str(r["id"]) == TASK]
-    (root / "dataset.json").write_text(json.dumps(records))
-    return root
+    return demo_task_dataset(tmp_path / "data", TASK)
 
 
 def outputs(tmp_path: Path, name: str, cases: tuple[int, ...], rename=lambda case: f"{case}_{TASK}_output.xlsx") -> Path:

@@ -63,13 +63,18 @@ def load_dataset(dataset_dir: Path) -> list[dict]:
     path = dataset_dir / "dataset.json"
     if not path.is_file():
         raise RunError(f"{dataset_dir} has no dataset.json: is it a SpreadsheetBench folder?")
-    try:
-        records = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise RunError(f"{path} is not valid JSON: {exc}") from exc
+    records = read_json(path)
     if not isinstance(records, list):
         raise RunError(f"{path} must hold a list of task records")
     return records
+
+
+def read_json(path: Path) -> object:
+    """A JSON file's content, or a :class:`RunError` naming the file."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise RunError(f"{path} is not valid JSON: {exc}") from exc
 
 
 def golden_files(dataset_dir: Path, task_id: str) -> dict[int, Path]:

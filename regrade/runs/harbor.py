@@ -22,7 +22,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from regrade.runs.cases import Case, RunError, golden_files, load_dataset, task_fields
+from regrade.runs.cases import Case, RunError, golden_files, load_dataset, read_json, task_fields
 
 SHOWN = 3
 
@@ -91,13 +91,9 @@ def harbor_cases(dataset_dir: Path, condition: str, job_dir: Path, stack: str | 
 
 
 def _result(trial_dir: Path) -> dict:
-    path = trial_dir / "result.json"
-    try:
-        result = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise RunError(f"{path} is not JSON: {exc}") from exc
+    result = read_json(trial_dir / "result.json")
     if not isinstance(result, dict):
-        raise RunError(f"{path} is not a Harbor trial result (not a JSON object)")
+        raise RunError(f"{trial_dir / 'result.json'} is not a Harbor trial result (not a JSON object)")
     return result
 
 
