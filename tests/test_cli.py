@@ -155,6 +155,8 @@ def test_demo_prints_verdicts_table_and_artifact_count():
         "\n"
         "18 of 33 value-only failures were grader artifacts (correct when recomputed).\n"
     )
+    # the scratch results file is deleted when the demo ends: it is not named as if kept
+    assert "graded 45 cases (pass -o FILE to keep the results)" in result.stderr and "wrote " not in result.stderr
 
 
 def test_errors_are_short_messages_with_exit_status_1(tmp_path):

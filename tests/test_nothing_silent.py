@@ -305,3 +305,19 @@ def test_conformance_and_audit_benchmark_show_progress(tmp_path):
     assert "[1/1] DATE.xlsx" in result.stderr
     audit = invoke("audit", "benchmark", DEMO / "dataset", "--limit", 2, "--workers", 1)
     assert "[1/2] task " in audit.stderr and "[2/2] task " in audit.stderr
+
+
+def test_setup_tells_an_externally_managed_python_from_one_pip_may_install_into(tmp_path):
+    import glob
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    check = ROOT / ".ci" / "externally_managed.py"
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
+    assert subprocess.run([venv / "bin" / "python", check]).returncode == 1  # a venv: pip installs there
+    # Debian 12's own python3 carries the PEP 668 marker in its stdlib: setup must make .venv for it
+    if Path("/usr/bin/python3").exists() and glob.glob("/usr/lib/python3*/EXTERNALLY-MANAGED"):
+        assert subprocess.run(["/usr/bin/python3", check]).returncode == 0
