@@ -87,23 +87,6 @@ def test_diff_summarises_the_demo_as_the_study_does():
     assert (b14["shallow"], b14["golden"], b14["reason"], b14["engines"]) == (None, 0.56, "uncached-formula", "ironcalc=0.56")
 
 
-def test_progress_is_a_bar_on_a_terminal_and_plain_lines_otherwise(capsys):
-    from regrade.cli import Progress
-
-    record = {"condition": "none", "task_id": "t1", "case": 1, "verdict": "artifact"}
-    plain = Progress(2)
-    plain.tty = False
-    plain(0, record, True)
-    assert capsys.readouterr().err == "[1/2] none task t1 case 1: artifact (cached)\n"
-    bar = Progress(2)
-    bar.tty = True
-    bar(0, record, False)
-    bar(1, record, True)
-    err = capsys.readouterr().err
-    assert err.startswith("\r[###############...............] 1/2 cases (0 cached), ETA ")
-    assert "\r[##############################] 2/2 cases (1 cached), ETA 0 s \n" in err
-
-
 def die_on_doomed_output(case):
     """Stands in for runner._grade in a pool: the worker process itself dies on one case."""
     import os
