@@ -39,6 +39,8 @@ def load_outcomes(sources: Sequence[str], scorer: str | None = None) -> TableOut
     origin: dict[tuple, Path] = {}
     for text in sources:
         name, path = _named(text)
+        if not path.exists():
+            raise ResultsError(f"results file {path} does not exist")
         if path.is_dir() or (path.is_file() and is_inspect_log(path)):
             records = _inspect_outcomes(name, path, scorer, combined.notes)
             for record in records:
