@@ -78,6 +78,7 @@ def library_errors(command: Callable) -> Callable:
 
 
 SHOWN_IDS = 5  # task ids quoted in a warning
+POSITIVE_SECONDS = click.FloatRange(min=0, min_open=True)
 INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a program Ctrl-C stopped
 
 
@@ -106,7 +107,7 @@ def run_options(command: Callable) -> Callable:
     options = [
         click.option("--dataset", type=click.Path(path_type=Path, file_okay=False), help="SpreadsheetBench-layout folder (dataset.json, spreadsheet/)."),
         click.option("--condition", "conditions", multiple=True, metavar="NAME=OUTDIR", help="A condition and its output folder (repeat). With --dataset."),
-        click.option("--harbor", "harbor_jobs", multiple=True, metavar="[NAME=]JOB_DIR", help="With --dataset: a Harbor job folder as a condition (named after the folder unless NAME= is given; repeat): each trial's output workbooks from its collected artifacts, its verifier reward as the original grade. A --condition folder that is a Harbor job is read as one."),
+        click.option("--harbor", "harbor_jobs", multiple=True, metavar="[NAME=]JOB_DIR", help="With --dataset: a Harbor job folder as a condition (named after the folder unless NAME= is given; repeat): each trial's output workbooks from its collected artifacts, its verifier reward as the original grade (the layout of harbor 0.26's TrialPaths). A --condition folder that is a Harbor job is read as one."),
         click.option("--runs", "runs_dir", type=click.Path(path_type=Path, file_okay=False), help="With --dataset: every subfolder of this folder is a condition named after it (SpreadsheetBench's outputs/{setting}_{model}/)."),
         click.option("--allow-missing", is_flag=True, help="Grade a condition none of whose outputs exist (each a confirmed-fail, reason missing-output) instead of stopping with exit status 2."),
         click.option("--stack", default="default", show_default=True, help="Stack (agent/model) label for --dataset runs."),
@@ -118,9 +119,6 @@ def run_options(command: Callable) -> Callable:
     for option in reversed(options):
         command = option(command)
     return command
-
-
-POSITIVE_SECONDS = click.FloatRange(min=0, min_open=True)
 
 
 def load_cases(dataset: Path | None, conditions: tuple[str, ...], harbor_jobs: tuple[str, ...], runs_dir: Path | None,
@@ -268,6 +266,13 @@ def rescore_command(dataset, conditions, harbor_jobs, runs_dir, allow_missing, s
     too-large, zip-bomb, hostile-xml). No engine reaches the network (LibreOffice runs
     in a network namespace where Linux allows it and declines WEBSERVICE) and no input
     file is modified.
+
+    Before grading it says, per condition, how many outputs it found, which are
+    missing and which files match no case; a condition with no output at all (or a
+    run with no answer file) stops it with exit status 2 unless --allow-missing.
+    After grading, stderr gets a summary: what could not be judged and why, the
+    elapsed time, and the commands to run next. Ctrl-C stops it with exit status
+    130; the same command resumes from the cache.
 
     Cases run in a pool of --workers processes; every engine runs each workbook
     under a time limit (--timeout) and a memory limit, so a crash or hang makes that
