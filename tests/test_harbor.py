@@ -57,6 +57,20 @@ def job(tmp_path) -> Path:
     return job
 
 
+def test_the_reward_comes_from_result_json_else_reward_json_else_reward_txt(tmp_path):
+    from regrade.runs.harbor import _reward
+
+    folder = trial(tmp_path, "t", TASK, (), None, None)
+    assert _reward({}, folder) is None
+    (folder / "verifier" / "reward.txt").write_text("0.5\n")
+    assert _reward({}, folder) == 0.5
+    (folder / "verifier" / "reward.json").write_text(json.dumps({"accuracy": 1}))  # one reward: it is the one
+    assert _reward({}, folder) == 1.0
+    (folder / "verifier" / "reward.json").write_text(json.dumps({"a": 1, "b": 0}))  # several, none named reward
+    assert _reward({}, folder) is None
+    assert _reward({"verifier_result": {"rewards": {"reward": 0, "time": 3}}}, folder) == 0.0
+
+
 def test_a_harbor_job_gives_each_trial_s_cases_reward_and_what_was_not_collected(dataset, job):
     assert is_harbor_job(job) and not is_harbor_job(job.parent)
     loaded = harbor_cases(dataset, "skills", job)

@@ -9,7 +9,8 @@ a multi-step trial keeps them under ``steps/<step>/artifacts/``.
 
 Each trial of a task in the dataset becomes that task's cases, one per golden file: the trial's
 output workbooks are found by name (``<n>_<id>_output.xlsx``) anywhere in its artifacts, its
-verifier reward is the original grade (a pass when it is at least 1, as SpreadsheetBench's
+verifier reward (result.json, else ``verifier/reward.json`` or ``reward.txt``) is the original
+grade (a pass when it is at least 1, as SpreadsheetBench's
 all-cases-pass rule has it), and trials of one task are numbered in name order. A trial whose
 workbook was not collected (Harbor collects only what the task or job lists as artifacts), a
 trial without a reward, and a trial of a task the dataset lacks are each said in
@@ -19,6 +20,7 @@ trial without a reward, and a trial of a task the dataset lacks are each said in
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -98,19 +100,27 @@ def _result(trial_dir: Path) -> dict:
 
 
 def _reward(result: dict, trial_dir: Path) -> float | None:
-    """The trial's reward: ``rewards["reward"]`` or its only reward, else verifier/reward.txt."""
-    rewards = (result.get("verifier_result") or {}).get("rewards") or {}
-    if isinstance(rewards, dict) and ("reward" in rewards or len(rewards) == 1):
-        value = rewards.get("reward", next(iter(rewards.values()), None))
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-    text = trial_dir / "verifier" / "reward.txt"
-    if text.is_file():
+    """The trial's reward, from the first of these that holds one: ``verifier_result.rewards``
+    in result.json, ``verifier/reward.json`` (rewards by name), ``verifier/reward.txt`` (one
+    number), as Harbor's verifier writes them. Of several rewards, the one named ``reward``;
+    several without it, or a value that is not a finite number, give none."""
+    rewards = (result.get("verifier_result") or {}).get("rewards")
+    if not rewards and (trial_dir / "verifier" / "reward.json").is_file():
         try:
-            return float(text.read_text(encoding="utf-8").strip())
+            rewards = json.loads((trial_dir / "verifier" / "reward.json").read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return None
+    if not rewards and (trial_dir / "verifier" / "reward.txt").is_file():
+        try:
+            rewards = {"reward": float((trial_dir / "verifier" / "reward.txt").read_text(encoding="utf-8").strip())}
         except (ValueError, UnicodeDecodeError):
             return None
-    return None
+    if not isinstance(rewards, dict) or not ("reward" in rewards or len(rewards) == 1):
+        return None
+    value = rewards.get("reward", next(iter(rewards.values()), None))
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
 
 
 def _outputs(trial_dir: Path) -> dict[str, Path]:
