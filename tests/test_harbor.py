@@ -81,6 +81,7 @@ def test_a_harbor_job_gives_each_trial_s_cases_reward_and_what_was_not_collected
     assert {c.stack for c in loaded.cases} == {"terminus-2/anthropic/claude"}
     said = "\n".join(loaded.notes)
     assert "1 trials of tasks the dataset lacks, left out: 99999__ccc (task 99999)" in said
+    assert "dataset tasks without a trial" not in said  # the dataset's one task has two
     assert "2 output workbooks not collected from their trial" in said and f"{TASK}__bbb (2_{TASK}_output.xlsx)" in said
 
 
@@ -101,3 +102,7 @@ def test_harbor_jobs_on_the_command_line_named_and_detected(dataset, job, tmp_pa
     assert all(r["original_pass"] is True for r in records if r["condition"] == "skills" and r["trial"] == 1)
     detected = load_run(dataset, {"skills": job})  # a --condition folder that is a Harbor job
     assert len(detected.cases) == 6 and detected.notes
+    shutil.rmtree(job / f"{TASK}__aaa")
+    shutil.rmtree(job / f"{TASK}__bbb")
+    assert f"1 dataset tasks without a trial in this job, left out: {TASK}" in "\n".join(
+        harbor_cases(dataset, "skills", job).notes)

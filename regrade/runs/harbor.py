@@ -13,8 +13,8 @@ verifier reward (result.json, else ``verifier/reward.json`` or ``reward.txt``) i
 grade (a pass when it is at least 1, as SpreadsheetBench's
 all-cases-pass rule has it), and trials of one task are numbered in name order. A trial whose
 workbook was not collected (Harbor collects only what the task or job lists as artifacts), a
-trial without a reward, and a trial of a task the dataset lacks are each said in
-:attr:`HarborJob.notes`.
+trial without a reward, a trial of a task the dataset lacks, and a dataset task without a trial
+are each said in :attr:`HarborJob.notes`.
 """
 
 from __future__ import annotations
@@ -82,7 +82,9 @@ def harbor_cases(dataset_dir: Path, condition: str, job_dir: Path, stack: str | 
                                   output_path=outputs.get(name, trial_dir / "artifacts" / name), answer_path=golden,
                                   answer_position=position, answer_sheet=sheet,
                                   original_pass=None if reward is None else reward >= 1))
+    untried = [task for task in tasks if task not in trials_of]
     for what, items in (("trials of tasks the dataset lacks, left out", unknown),
+                        ("dataset tasks without a trial in this job, left out", untried),
                         ("output workbooks not collected from their trial (Harbor collects only the task's or job's "
                          "artifacts: list /app/output there)", uncollected),
                         ("trials without a verifier reward (no original grade)", unrewarded)):
