@@ -118,3 +118,21 @@ def test_a_log_without_a_condition_name_is_a_one_line_error(tmp_path):
     result = CliRunner().invoke(main, ["table", str(none)])
     assert result.exit_code == 1
     assert "which condition is this log? Name it: NAME=" in result.stderr and result.stderr.count("\n") == 1
+
+
+def test_a_broken_eval_log_is_a_one_line_error(tmp_path):
+    bad = tmp_path / "bad.eval"
+    with zipfile.ZipFile(bad, "w") as archive:
+        archive.writestr("header.json", "{not json")
+    result = CliRunner().invoke(main, ["table", f"none={bad}"])
+    assert result.exit_code == 1 and "holds a member that is not JSON" in result.stderr
+    unknown = tmp_path / "unknown.eval"
+    with zipfile.ZipFile(unknown, "w") as archive:
+        archive.writestr("header.json", "{}")
+    raw = bytearray(unknown.read_bytes())  # mark the member with a compression method no reader here has (99)
+    for signature, offset in ((b"PK\x03\x04", 8), (b"PK\x01\x02", 10)):
+        at = raw.find(signature)
+        raw[at + offset:at + offset + 2] = (99).to_bytes(2, "little")
+    unknown.write_bytes(bytes(raw))
+    result = CliRunner().invoke(main, ["table", f"none={unknown}"])
+    assert result.exit_code == 1 and "cannot be read as an .eval log" in result.stderr, result.output

@@ -121,7 +121,7 @@ def _eval_file(path: Path) -> tuple[dict, list[dict]]:
             else:  # a log still being written, or an older one: the samples themselves
                 samples = [_json(_member(path, archive, name), path) for name in sorted(names)
                            if name.startswith("samples/") and name.endswith(".json")]
-    except (zipfile.BadZipFile, OSError) as exc:
+    except (zipfile.BadZipFile, OSError, NotImplementedError) as exc:  # the last: a compression zipfile lacks
         raise InspectLogError(f"{path} cannot be read as an .eval log: {exc}") from exc
     if not isinstance(samples, list) or not all(isinstance(s, dict) for s in samples):
         raise InspectLogError(f"{path}: its samples are not a list of records")
