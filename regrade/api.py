@@ -53,7 +53,7 @@ class RescoreResults(Results):
 
 
 def rescore(dataset: str | Path | None = None, conditions: Mapping[str, str | Path] | Sequence[str] = (),
-            runs: str | Path | None = None, manifest: str | Path | None = None, *,
+            runs: str | Path | None = None, manifest: str | Path | None = None, *, harbor: Sequence[str] = (),
             engines: Sequence[str] | None = None, quorum: int | None = None, policy: str = "spreadsheetbench",
             shallow: str = "cached", timeout_s: float = DEFAULT_TIMEOUT_S, workers: int = 1,
             output: str | Path | None = None, cache: bool = True, cache_dir: str | Path | None = None,
@@ -61,12 +61,13 @@ def rescore(dataset: str | Path | None = None, conditions: Mapping[str, str | Pa
     """Grade every case value-only and with the full engines, as ``regrade rescore`` does.
 
     ``conditions`` maps a condition to its output folder (or is a list of ``"NAME=DIR"``); ``runs``
-    makes every subfolder a condition; or give a ``manifest``. With ``output`` the results file is
+    makes every subfolder a condition; ``harbor`` lists Harbor job folders, ``"[NAME=]JOB_DIR"``;
+    or give a ``manifest``. With ``output`` the results file is
     written (provenance first). A condition with no output at all raises
     :class:`regrade.runs.inventory.EmptyCondition` unless ``allow_missing``.
     """
     run = load_run(_path(dataset), {k: Path(v) for k, v in conditions.items()} if isinstance(conditions, Mapping)
-                   else list(conditions), _path(runs), _path(manifest), stack, benchmark)
+                   else list(conditions), _path(runs), _path(manifest), stack, benchmark, harbor)
     check_inventory(run.inventories, allow_missing, _path(manifest))
     chosen = list(engines) if engines else default_full_engines()
     settings = RescoreSettings(policy, shallow, tuple(chosen), timeout_s,

@@ -48,6 +48,7 @@ from regrade.runs.cases import ArgumentError, Case, RunError, load_dataset, spre
 from regrade.runs.load import LoadedRun, load_run
 from regrade.runs.inventory import EmptyCondition, check_inventory
 from regrade.grading.summary import summarise
+from regrade.messages import first_few
 from regrade.grading.verdicts import VERDICTS
 
 LIBRARY_ERRORS = (RunError, ResultsError, PairingError, ValueError, OSError)
@@ -408,7 +409,7 @@ def table_command(sources, scorer, baseline, ci, alpha, correction, unit, scorin
             click.echo(warning, err=True)
     comparisons = paired_table(records, baseline, ci, alpha, correction, unit, scoring)
     for (stack, benchmark, condition), alone in unpaired_units(records, baseline, unit).items():
-        shown = ", ".join(alone[:SHOWN_IDS]) + (", ..." if len(alone) > SHOWN_IDS else "")
+        shown = first_few(alone, SHOWN_IDS)
         click.echo(f"warning: {stack} / {benchmark} / {condition}: {len(alone)} {unit}s are in only one of it and "
                    f"{baseline}, so out of n ({shown})", err=True)
     if not regraded:

@@ -100,6 +100,11 @@ def test_harbor_jobs_on_the_command_line_named_and_detected(dataset, job, tmp_pa
     records = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()[1:]]
     assert {(r["condition"], r["trial"]) for r in records} == {("none", 1), ("skills", 1), ("skills", 2)}
     assert all(r["original_pass"] is True for r in records if r["condition"] == "skills" and r["trial"] == 1)
+    import regrade
+
+    from_api = regrade.rescore(dataset, {"none": none}, harbor=[f"skills={job}"], engines=["ironcalc"])
+    assert [(c.condition, c.trial, c.verdict) for c in from_api.cases] == \
+        [(r["condition"], r["trial"], r["verdict"]) for r in records]
     detected = load_run(dataset, {"skills": job})  # a --condition folder that is a Harbor job
     assert len(detected.cases) == 6 and detected.notes
     shutil.rmtree(job / f"{TASK}__aaa")

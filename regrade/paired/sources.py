@@ -17,10 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+from regrade.messages import first_few
 from regrade.results import ResultsError, read_outcomes
 from regrade.runs.inspect_logs import InspectLogError, is_inspect_log, log_files, read_inspect_log
-
-SHOWN = 3
 
 
 @dataclass
@@ -82,8 +81,7 @@ def _inspect_outcomes(name: str | None, path: Path, scorer: str | None, notes: l
         if log.status != "success":
             notes.append(f"warning: {file} has status {log.status!r}, not success: its samples may be incomplete")
         if log.unscored:
-            shown = ", ".join(log.unscored[:SHOWN]) + (", ..." if len(log.unscored) > SHOWN else "")
             notes.append(f"warning: {file}: {len(log.unscored)} samples have no score (they errored or were not "
-                         f"scored) and are left out: {shown}")
+                         f"scored) and are left out: {first_few(log.unscored)}")
         records += log.outcomes
     return records

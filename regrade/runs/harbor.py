@@ -24,9 +24,8 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from regrade.messages import first_few
 from regrade.runs.cases import Case, RunError, golden_files, load_dataset, read_json, task_fields
-
-SHOWN = 3
 
 
 @dataclass
@@ -89,8 +88,7 @@ def harbor_cases(dataset_dir: Path, condition: str, job_dir: Path, stack: str | 
                          "artifacts: list /app/output there)", uncollected),
                         ("trials without a verifier reward (no original grade)", unrewarded)):
         if items:
-            shown = ", ".join(items[:SHOWN]) + (", ..." if len(items) > SHOWN else "")
-            job.notes.append(f"warning: Harbor job {job_dir.name} ({condition}): {len(items)} {what}: {shown}")
+            job.notes.append(f"warning: Harbor job {job_dir.name} ({condition}): {len(items)} {what}: {first_few(items)}")
     return job
 
 
