@@ -28,6 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.corpus import DEFAULT_CORPUS, require_corpus  # noqa: E402
+
 from regrade.audit.conformance import benchmark_files, conformance  # noqa: E402
 from regrade.engines.base import EngineSettings  # noqa: E402
 from regrade.engines.isolation import IsolatedEngine  # noqa: E402
@@ -35,7 +37,6 @@ from regrade.engines.registry import get_engine  # noqa: E402
 from regrade.grading.policies import get_policy  # noqa: E402
 from regrade.workbook.cone_copy import asks_much_work  # noqa: E402
 
-DEFAULT_CORPUS = ROOT.parent / "shared" / "spreadsheetbench"
 
 
 def main() -> None:
@@ -45,8 +46,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=10, help="heavy answer files to examine (default 10)")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per workbook and engine (default 120)")
     args = parser.parse_args()
-    if not (args.corpus / "dataset.json").is_file():
-        sys.exit(f"no SpreadsheetBench corpus at {args.corpus} (dataset.json is missing)")
+    require_corpus(args.corpus)
 
     heavy = [f for f in benchmark_files(args.corpus) if asks_much_work(f.path)][:args.n]
     settings = EngineSettings(timeout_s=args.timeout)

@@ -27,13 +27,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.corpus import DEFAULT_CORPUS, require_corpus  # noqa: E402
+
 from regrade.engines.base import EngineSettings
 from regrade.engines.formulas import FormulasEngine  # noqa: E402
 from regrade.engines.isolation import IsolatedEngine  # noqa: E402
 from regrade.grading.policies import get_policy  # noqa: E402
 from regrade.audit.conformance import benchmark_files, conformance, percentile  # noqa: E402
 
-DEFAULT_CORPUS = ROOT.parent / "shared" / "spreadsheetbench"
 
 
 def main() -> None:
@@ -42,8 +43,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=60, help="answer files to examine (default 60)")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per workbook and engine (default 60)")
     args = parser.parse_args()
-    if not (args.corpus / "dataset.json").is_file():
-        sys.exit(f"no SpreadsheetBench corpus at {args.corpus} (dataset.json is missing)")
+    require_corpus(args.corpus)
 
     settings = EngineSettings(timeout_s=args.timeout)
     whole = FormulasEngine(settings, whole_workbook=True)

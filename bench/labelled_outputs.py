@@ -30,13 +30,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.corpus import DEFAULT_CORPUS  # noqa: E402
+
 from bench.split import half_of  # noqa: E402
 from regrade.audit.labelled import LABELS, NotLabellable, labelled_score, make_labelled  # noqa: E402
 from regrade.grading.policies import get_policy  # noqa: E402
 from regrade.results import read_results  # noqa: E402
 from regrade.runs.cases import golden_files, load_dataset  # noqa: E402
 
-DEFAULT_CORPUS = ROOT.parent / "shared" / "spreadsheetbench"
 
 
 def build(corpus: Path, half: str, folder: Path, limit: int | None) -> tuple[Path, Counter[str]]:

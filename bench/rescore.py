@@ -34,12 +34,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.corpus import DEFAULT_CORPUS, require_corpus  # noqa: E402
+
 from regrade.engines.cached import CachedEngine  # noqa: E402
 from regrade.grading.policies import TargetError, get_policy  # noqa: E402
 from regrade.grading.grade import GoldenError, grade, load_golden  # noqa: E402
 from regrade.runs.cases import golden_files, load_dataset  # noqa: E402
 
-DEFAULT_CORPUS = ROOT.parent / "shared" / "spreadsheetbench"
 
 
 def answer_files(corpus: Path, n: int) -> list[dict]:
@@ -102,8 +103,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=200)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     args = parser.parse_args()
-    if not (args.corpus / "dataset.json").is_file():
-        sys.exit(f"no SpreadsheetBench corpus at {args.corpus} (dataset.json missing); pass --corpus")
+    require_corpus(args.corpus)
     rows = answer_files(args.corpus, args.n)
     n = len(rows)
     with tempfile.TemporaryDirectory(prefix="regrade-bench-") as tmp:
