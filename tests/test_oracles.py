@@ -223,3 +223,64 @@ def test_the_engines_abstain_where_excel_s_own_arithmetic_or_format_codes_decide
     assert isinstance(formatted.cells[CellRef("Tests", 4, 1)], CannotEvaluate)  # text-format-rejected, LibreOffice's Err:502
     # a format every engine renders, by hand: 0.5 as a percent with one decimal; an error TEXT does not read
     assert list(controls.cells.values()) == ["50.0%", ExcelError("#DIV/0!")]
+
+
+POI_EVERYTHING = ORACLES / "poi" / "FormulaEvalTestData_Copy.xlsx"
+
+
+@pytest.mark.parametrize("engine_name", THREE)
+def test_the_engines_abstain_where_they_share_a_departure_from_excel_s_functions(engine_name):
+    require_engines(engine_name)
+    sheet = "EverythingTests"
+    # Excel's caches (POI's file, saved by Excel 2013), which all three engines miss alike:
+    departs = {
+        "F128": "address-of-a-workbook",  # ADDRESS(2,3,3,TRUE,"[Book1]Sheet1"): [Book1]Sheet1!$C2, unquoted
+        "I320": "date-in-1900",  # DATE(1900,1,22222): 22222, in a 1900 with a 29 February; the engines 22223
+        "M936": "mode-of-a-scalar",  # MODE(B9,2,D7), D7 empty: #VALUE!; the engines 2
+        "J1328": "product-of-single-cells",  # SUMPRODUCT(G1330:G1330,I1330:I1330), G1330 "4": #VALUE!; the engines 0
+    }
+    # ... and cells of the same functions that the rules leave to the engines, with Excel's cached values
+    kept = {"D128": "$C$2", "G320": 39083.0, "I936": 1.0, "G1328": 1762.2}  # ADDRESS(2,3), DATE(2007,1,1), MODE(1,1,2,3), SUMPRODUCT(3,B10,C9)
+    from openpyxl.utils.cell import coordinate_to_tuple
+
+    refs = {c: CellRef(sheet, *coordinate_to_tuple(c)) for c in [*departs, *kept]}
+    exponent = CellRef("Tests", 41, 1)  # TEXT(123456.789,"|#.#|E+|#|"): Excel "|1.2|E|+5|", two engines "|1.2|E+|5|"
+    engine = open_engine(engine_name)
+    try:
+        values = engine.evaluate(POI_EVERYTHING, list(refs.values()))
+        formatted = engine.evaluate(ORACLES / "poi" / "NumberFormatApproxTests.xlsx", [exponent])
+    finally:
+        engine.close()
+    for coordinate, rule in departs.items():
+        assert getattr(values.cells[refs[coordinate]], "rule", None) == rule, (coordinate, values.cells[refs[coordinate]])
+    for coordinate, excel in kept.items():
+        assert values.cells[refs[coordinate]] == pytest.approx(excel) if isinstance(excel, float) else values.cells[refs[coordinate]] == excel
+    assert isinstance(formatted.cells[exponent], CannotEvaluate)  # IronCalc: text-format-rejected first
+
+
+def test_a_number_only_binary_rounding_sets_apart_abstains():
+    from regrade.grading.policies import rounding_boundary
+
+    policy = get_policy("spreadsheetbench")
+    # Excel's SUBTOTAL(109,Table17[Total]) in IronCalc's tables.xlsx caches 17698.495000000003 (17698.5 to
+    # 2 places); the engines sum to 17698.495, stored as 17698.494999999999 (17698.49)
+    split = rounding_boundary(policy, 17698.495000000003, 17698.495)
+    assert isinstance(split, CannotEvaluate) and split.reason == "rounding-boundary"
+    assert rounding_boundary(policy, 17698.495000000003, 17698.5) is None  # equal to 2 places
+    assert rounding_boundary(policy, 17698.495, 17698.505) is None  # a cent apart: a real difference
+    assert rounding_boundary(policy, "17698.495000000003", 17698.495) is None  # a text is not computed arithmetic
+    assert rounding_boundary(policy, True, 1.0) is None
+
+
+def test_excel_s_own_table_total_is_not_called_wrong_over_binary_rounding(tmp_path):
+    require_engines(*THREE)
+    from regrade.runner import RescoreSettings, rescore_run
+    from regrade.runs.cases import Case
+
+    answer = ORACLES / "ironcalc" / "calc_test_no_export" / "tables.xlsx"
+    case = Case(condition="c", task_id="t", case=1, output_path=answer, answer_path=answer,
+                answer_position="'Functions Hidden'!F45")
+    [record] = rescore_run([case], RescoreSettings("spreadsheetbench", "cached", THREE, 60.0, quorum=2))
+    assert record["shallow_pass"] is True  # Excel's cache against itself
+    assert record["verdict"] == "unevaluable", record  # not false-pass: the engines' 17698.495 rounds the other way
+    assert record["reasons"] == ["rounding-boundary"], record

@@ -36,7 +36,7 @@ from typing import Callable
 from regrade.engines.base import Engine
 from regrade.values import CannotEvaluate, CellRef, CellResult, WorkbookValues
 from regrade.engines.readings import decoded_text, number_value
-from regrade.grading.policies import Policy, TargetError
+from regrade.grading.policies import Policy, TargetError, rounding_boundary
 from regrade.grading.consensus import agree
 from regrade.grading.grade import Golden, GoldenError, load_golden
 from regrade.results import json_value
@@ -297,6 +297,7 @@ def _compare(report: ConformanceReport, engines: list[Engine], policy: Policy, a
         expected = _expected(answer.excel[ref])
         values = {name: _cell(values, ref, answer.golden.number_format(ref)) for name, values in computed.items()}
         for name, value in values.items():
+            value = rounding_boundary(policy, expected, value) or value  # as grading judges it
             tally = tallies[name]
             tally.compared += 1
             if isinstance(value, CannotEvaluate):
@@ -307,6 +308,7 @@ def _compare(report: ConformanceReport, engines: list[Engine], policy: Policy, a
             else:
                 report.mismatches.append(_mismatch(answer, ref, expected, name, value))
         combined = agree(policy, values, quorum)
+        combined = rounding_boundary(policy, expected, combined) or combined
         combined_tally.compared += 1
         if isinstance(combined, CannotEvaluate):
             if combined.reason == ENGINES_DISAGREE:

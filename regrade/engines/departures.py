@@ -9,6 +9,7 @@ common path.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -28,9 +29,10 @@ class Departure:
     function: str
     departs: Callable[[Call], bool]
     rule: str
-    only_on: ExcelError | None = None  # a cell abstains only when the engine's value is this error
+    only_on: ExcelError | float | None = None  # a cell abstains only when the engine's value is this (an error, 0)
     on_any_error: bool = False  # ... only when the engine's value is an error
     beyond: float | None = None  # ... only when the engine's value is a number of greater magnitude
+    text_like: re.Pattern[str] | None = None  # ... only when the engine's value is a text this pattern finds
     plain_only: bool = False  # only in a formula saved plain (without array metadata, as openpyxl writes it)
 
     def concerns(self, value: CellResult) -> bool:
@@ -39,6 +41,8 @@ class Departure:
             return value == self.only_on
         if self.beyond is not None:
             return isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) > self.beyond
+        if self.text_like is not None:
+            return isinstance(value, str) and self.text_like.search(value) is not None
         return isinstance(value, ExcelError) if self.on_any_error else True
 
 
@@ -74,8 +78,54 @@ def columns_of_an_array(call: Call) -> bool:
 # TRIGONOMETRIC.xlsx, as pi carried to 66 bits, x87's FPTAN), so beyond 1e5 two engines part in
 # the 10th decimal and beyond 1e8 in the 2nd.
 POLE_MAGNITUDE = 1e5
-SHARED_DEPARTURES = tuple(Departure(name, any_call, "trigonometric-pole", beyond=POLE_MAGNITUDE)
-                          for name in ("TAN", "COT", "SEC", "CSC"))
+_SINGLE_CELL = re.compile(r"(?:(?:'(?:[^']|'')+'|[\w.]+)!)?(\$?[A-Za-z]{1,3}\$?\d+)(?::(\$?[A-Za-z]{1,3}\$?\d+))?")
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[Ee][+-]?\d+)?")
+
+
+def _single_cell(argument: str) -> bool:
+    """A reference to one cell: ``B8``, ``Sheet1!$B$8``, ``G1330:G1330``."""
+    match = _SINGLE_CELL.fullmatch(argument)
+    return match is not None and (match.group(2) is None or match.group(1).replace("$", "").upper()
+                                  == match.group(2).replace("$", "").upper())
+
+
+def year_before_1901(call: Call) -> bool:
+    """DATE with a year written as a number up to 1900: Excel reads 0-1899 as 1900 plus it, and
+    counts days in its own 1900, which has a 29 February (its serial 60); the engines count in
+    the real calendar (DATE(1900,1,61) is 61 in Excel and 62 in all three; IronCalc and
+    LibreOffice give 2 for DATE(1900,1,1)) and LibreOffice reads 0-29 as 2000-2029."""
+    return bool(call.args) and _NUMBER.fullmatch(call.args[0]) is not None and float(call.args[0]) < 1901
+
+
+def mode_of_a_scalar(call: Call) -> bool:
+    """MODE with an argument given as one value, a text or logical literal or one cell: Excel gives
+    #VALUE! unless each such value is a number (an empty cell, "1", TRUE); the engines skip it as
+    they skip text in a range."""
+    return any(arg.startswith('"') or arg.upper() in ("TRUE", "FALSE") or _single_cell(arg) for arg in call.args)
+
+
+def product_of_single_cells(call: Call) -> bool:
+    """SUMPRODUCT whose every argument is one cell or a number: Excel multiplies them as values, so a
+    text among them is #VALUE!, where the engines count it as 0 as in a larger range (and so give 0)."""
+    return bool(call.args) and any(_single_cell(a) for a in call.args) and all(
+        _single_cell(a) or _NUMBER.fullmatch(a) for a in call.args)
+
+
+# A number format with an exponent and a literal in it (``|#.#|E+|#|``, ``0.0E+"x"0``): Excel writes the
+# exponent's sign next to its digits, after the literal ("|1.2|E|+5|"); LibreOffice and Formulon right after
+# the E ("|1.2|E+|5|"), IronCalc puts the literal before the E ("1.2xE+5"). The pattern finds an exponent
+# sign in a text that holds something besides digits, signs, separators and spaces.
+SCIENTIFIC_WITH_LITERAL = re.compile(r"^(?=.*[Ee][+-])(?=.*[^\d\s.,+\-Ee])")
+# ADDRESS with a sheet text naming a workbook ("[Book1]Sheet1"): Excel writes it as given, the engines quote it.
+QUOTED_WORKBOOK = re.compile(r"^'\[")
+SHARED_DEPARTURES = (
+    *(Departure(name, any_call, "trigonometric-pole", beyond=POLE_MAGNITUDE) for name in ("TAN", "COT", "SEC", "CSC")),
+    Departure("DATE", year_before_1901, "date-in-1900"),
+    *(Departure(name, mode_of_a_scalar, "mode-of-a-scalar") for name in ("MODE", "MODE.SNGL", "MODE.MULT")),
+    Departure("SUMPRODUCT", product_of_single_cells, "product-of-single-cells", only_on=0.0),
+    Departure("TEXT", any_call, "text-exponent-with-literal", text_like=SCIENTIFIC_WITH_LITERAL),
+    Departure("ADDRESS", any_call, "address-of-a-workbook", text_like=QUOTED_WORKBOOK),
+)
 # IronCalc and Formulon give #VALUE! for a TEXT format code they cannot read (LibreOffice: Err:502)
 TEXT_FORMAT_REJECTED = Departure("TEXT", any_call, "text-format-rejected", only_on=ExcelError("#VALUE!"))
 

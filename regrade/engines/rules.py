@@ -93,6 +93,38 @@ RULES: tuple[Rule, ...] = (
           "next to a pole the digits depend on how the function reduces its argument by pi: Excel's TAN of "
           "PI()/2 is 1.6325e16, every engine's 1.6331e16, and the difference grows as the value's square",
           ("IronCalc docs/TAN.xlsx and TRIGONOMETRIC.xlsx (fixtures/oracles/ironcalc): 8 cells", ITS_PROBE)),
+    _rule("date-in-1900", ("ironcalc", "libreoffice", "formulon"), "engine-departure",
+          "a DATE of the cone has its year written as a number up to 1900",
+          "Excel reads a year of 0-1899 as 1900 plus it and counts days in its own 1900, which has a 29 "
+          "February (serial 60); the engines count in the real calendar (DATE(1900,1,61) is 61 in Excel, 62 in "
+          "all three), IronCalc and LibreOffice give 2 for DATE(1900,1,1), and LibreOffice reads 0-29 as 2000-2029",
+          ("https://support.microsoft.com/office/date-function-e36c0c8c-4104-49da-ab83-82328b832349",
+           "https://learn.microsoft.com/office/troubleshoot/excel/wrongly-assumes-1900-is-leap-year",
+           "Apache POI FormulaEvalTestData_Copy.xlsx (fixtures/oracles/poi): DATE(1900,1,22222) is 22222", ITS_PROBE)),
+    _rule("mode-of-a-scalar", ("ironcalc", "libreoffice", "formulon"), "engine-departure",
+          "a MODE of the cone has an argument that is one value: a text or logical literal, or one cell",
+          "Excel's MODE gives #VALUE! for such an argument unless it is a number (an empty cell, \"1\", TRUE); "
+          "the engines skip it as they skip text inside a range",
+          ("Apache POI FormulaEvalTestData_Copy.xlsx (fixtures/oracles/poi): MODE(B9,2,D7) with D7 empty, "
+           "MODE(B8,\"1\",2,3): 3 cells", ITS_PROBE)),
+    _rule("product-of-single-cells", ("ironcalc", "libreoffice", "formulon"), "engine-departure",
+          "the cell is 0 and a SUMPRODUCT of its cone has only single cells and numbers as arguments",
+          "Excel multiplies single cells as values, so a text among them is #VALUE!; the engines count the text "
+          "as 0, as inside a larger range",
+          ("Apache POI FormulaEvalTestData_Copy.xlsx (fixtures/oracles/poi): SUMPRODUCT(G1330:G1330,I1330:I1330)",
+           ITS_PROBE)),
+    _rule("text-exponent-with-literal", ("ironcalc", "libreoffice", "formulon"), "engine-departure",
+          "the cell is a text with an exponent's sign and a literal character, and its cone calls TEXT",
+          "with a literal between a format's E+ and its digits (|#.#|E+|#|) Excel writes the sign next to the "
+          "digits, after the literal (|1.2|E|+5|); LibreOffice and Formulon write it after the E (|1.2|E+|5|), "
+          "IronCalc puts the literal before the E",
+          ("Apache POI NumberFormatApproxTests.xlsx (fixtures/oracles/poi): 6 cells", ITS_PROBE)),
+    _rule("address-of-a-workbook", ("ironcalc", "libreoffice", "formulon"), "engine-departure",
+          "the cell is a text that starts '[ and its cone calls ADDRESS",
+          "given a sheet text that names a workbook ([Book1]Sheet1) Excel writes it unquoted "
+          "([Book1]Sheet1!$C2); the engines quote it ('[Book1]Sheet1'!$C2)",
+          ("Apache POI FormulaEvalTestData_Copy.xlsx (fixtures/oracles/poi): ADDRESS(2,3,3,TRUE,\"[Book1]Sheet1\")",
+           ITS_PROBE)),
     # --- totals mending (engines/totals.py), for the engines that get SUBTOTAL or AGGREGATE wrong ---
     _rule("totals-not-computed", ("ironcalc", "formulon", "gnumeric", "pycel"), "engine-departure",
           "the cone holds a SUBTOTAL or AGGREGATE the engine gets wrong here (rows a filter or the user hides, "

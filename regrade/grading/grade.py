@@ -28,7 +28,7 @@ from regrade.workbook.screening import HOSTILE_REASONS, screen
 from regrade.workbook.sheets import (
     array_formula_ranges, formula_cells, formula_cells_of, formula_text, load_formula_book, resolve_sheet,
 )
-from regrade.grading.policies import Policy, SheetExtent, TargetError
+from regrade.grading.policies import Policy, SheetExtent, TargetError, rounding_boundary
 from regrade.runs.cases import Case
 
 # A workbook failure that is the output's own fault: the grade is a genuine fail.
@@ -294,7 +294,8 @@ def grade(
     """Compare an engine's values of the output with the golden under ``policy``.
 
     With ``recomputed`` (a full engine's values), a graded cell whose golden is a formula
-    without a cached value abstains (``uncached-golden``) instead of failing.
+    without a cached value abstains (``uncached-golden``) instead of failing, and so does a
+    number that only binary rounding sets apart from the golden's (``rounding-boundary``).
     """
     if values.failure is not None:
         fault = values.failure.reason in OUTPUT_FAULTS
@@ -310,6 +311,8 @@ def grade(
             expected = decoded_text(expected)
         if recomputed and not isinstance(actual, CannotEvaluate) and _uncached_golden(golden, ref, expected, actual):
             actual = CannotEvaluate("uncached-golden", f"the golden's formula at {ref} has no cached value")
+        if recomputed:
+            actual = rounding_boundary(policy, expected, actual) or actual
         if isinstance(actual, CannotEvaluate) or not policy.equal(expected, actual):
             result.cells.append(CellOutcome(ref, expected, actual, values.formulas.get(ref)))
     mismatches = [c for c in result.cells if not c.abstained]

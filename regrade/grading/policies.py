@@ -96,6 +96,26 @@ def spreadsheetbench_equal(golden: CellResult, output: CellResult) -> bool:
     return a == b
 
 
+ROUNDING_BOUNDARY = "rounding-boundary"
+EXCEL_DIGITS = 15  # Excel keeps 15 significant digits of a number (its specifications and limits)
+
+
+def rounding_boundary(policy: Policy, golden: CellResult, output: CellResult) -> CannotEvaluate | None:
+    """An abstention where a computed number and the golden's agree to Excel's 15 significant
+    digits but the policy's rounding puts them apart (17698.495000000003 and 17698.495 round to
+    17698.5 and 17698.49): they differ in the last bits of binary floating point, which depend on
+    the order the arithmetic is done in, and which way Excel's own would round is not known.
+    None where the values are not two such numbers."""
+    numbers = [v for v in (golden, output) if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if len(numbers) < 2 or policy.equal(golden, output):
+        return None
+    a, b = (f"{float(n):.{EXCEL_DIGITS}g}" for n in numbers)
+    if a != b:
+        return None
+    return CannotEvaluate(ROUNDING_BOUNDARY, f"{output!r} and the golden's {golden!r} are equal to "
+                                             f"{EXCEL_DIGITS} digits and round apart: binary rounding decides")
+
+
 class OfficialPolicy:
     name = "spreadsheetbench-official"
     exact_sheet_names = True
