@@ -178,6 +178,28 @@ def test_a_crash_in_a_worker_that_served_others_is_tried_again_in_a_fresh_one(wo
     engine.close()
 
 
+def test_a_worker_folder_left_by_a_killed_run_is_removed_by_the_next_worker(workbook, tmp_path, monkeypatch):
+    import subprocess
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a pid that ran and ended: the maker of a folder a SIGKILL left
+    stale = tmp_path / f"regrade-ironcalc-worker-{gone.pid}-abcd1234"
+    live = tmp_path / f"regrade-ironcalc-worker-{os.getpid()}-efgh5678"  # this process's: still in use
+    other = tmp_path / "regrade-ironcalc-worker-abcd1234"  # not named after a process: not regrade's to judge
+    for folder in (stale, live, other):
+        folder.mkdir()
+    (stale / "linked-copy.xlsx").write_bytes(b"a workbook copy")
+    engine = IsolatedEngine(IronCalcEngine())
+    path = workbook({"A1": 2, "A2": "=A1+1"})
+    assert engine.evaluate(path, [ref("A2")]).cells == {ref("A2"): 3.0}
+    assert not stale.exists() and live.is_dir() and other.is_dir()
+    [own] = [p for p in tmp_path.glob(f"regrade-ironcalc-worker-{os.getpid()}-*") if p != live]  # this worker's
+    engine.close()
+    assert not own.exists()
+
+
 class ChattyEngine(IronCalcEngine):
     def evaluate(self, path, cells):
         print("Unexpected feature XmlNode { name: vertAlign }")  # what IronCalc prints on some files

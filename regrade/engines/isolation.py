@@ -11,11 +11,17 @@ a small workbook). A worker that timed out, crashed or ran out of memory is
 replaced, and one that has served :data:`WORKBOOKS_PER_WORKER` workbooks too. A
 crash or memory limit in a worker that had served other workbooks is tried once
 more in a fresh one, so the verdict is the workbook's own, not its predecessors'.
+
+Each worker's temporary files go to a folder named after the process that made it
+(``regrade-<engine>-worker-<pid>-*``), removed however the worker ends. A run killed with
+SIGKILL removes nothing; the next worker to start removes the folders of processes that no
+longer exist (:func:`remove_stale_scratch`).
 """
 
 from __future__ import annotations
 
 import faulthandler
+import glob
 import multiprocessing
 import os
 import resource
@@ -136,7 +142,8 @@ class IsolatedEngine:
         """A fresh worker with its engine started (outside any workbook's time), or why not."""
         context = multiprocessing.get_context("fork")
         ours, theirs = context.Pipe(duplex=True)
-        scratch = tempfile.mkdtemp(prefix=f"regrade-{self.name}-worker-")
+        remove_stale_scratch()
+        scratch = tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{self.name}-worker-{os.getpid()}-")
         self._scratch = weakref.finalize(self, shutil.rmtree, scratch, ignore_errors=True)  # also at exit
         self._worker = context.Process(target=_serve, args=(self.engine, self.memory_mb, theirs, ours, scratch),
                                        daemon=True)
@@ -151,6 +158,32 @@ class IsolatedEngine:
             return None
         self._stop(ask_first=False)
         return WorkbookFailure("crashed", f"{self.name} did not start in its worker" if not ready else str(ready))
+
+
+SCRATCH_PREFIX = "regrade-"
+
+
+def remove_stale_scratch() -> int:
+    """Remove the worker folders whose maker no longer runs (a run killed with SIGKILL); how many.
+    A folder of a live process, or of a pid now reused, is left alone."""
+    removed = 0
+    for folder in glob.glob(os.path.join(tempfile.gettempdir(), f"{SCRATCH_PREFIX}*-worker-*-*")):
+        owner = os.path.basename(folder).rsplit("-", 2)[-2]
+        if not owner.isdigit() or _running(int(owner)):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        removed += 1
+    return removed
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def _death(engine: str, exitcode: int | None, memory_mb: int | None) -> WorkbookFailure:
