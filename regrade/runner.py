@@ -118,33 +118,47 @@ def rescore_run(
 ) -> list[dict]:
     """Every case's result record, in case order.
 
-    ``on_record(index, record, cached)`` is called as each case finishes; ``partial``,
-    when given, gets each record appended as it finishes.
+    Cases whose output and golden are byte-identical to an earlier case's, with the same
+    cells, are graded once: the later ones reuse the grading (a second condition or trial that
+    wrote the same file costs nothing). ``on_record(index, record, cached)`` is called as each
+    case finishes (``cached``: taken from the cache or from such a case); ``partial``, when
+    given, gets each record appended as it finishes.
     """
     versions = code_versions(settings)
     records: list[dict | None] = [None] * len(cases)
-    keys = [cache_key(case, settings, versions) if cache is not None and case.output_path.is_file() else ""
+    keys = [cache_key(case, settings, versions) if case.output_path.is_file() else ""
             for case in cases]  # a missing output is graded afresh: its message names its path
+    same_as: dict[int, list[int]] = {}  # a case graded now -> the later cases with the same key, which reuse it
     sink = partial.open("a", encoding="utf-8") if partial is not None else None
 
-    def finish(index: int, grading: dict, cached: bool) -> None:
+    def record_case(index: int, grading: dict, cached: bool) -> None:
         record = {**case_fields(cases[index]), **grading}
         records[index] = record
-        if cache is not None and keys[index] and not cached and INTERNAL_ERROR not in grading["reasons"]:
-            cache.put(keys[index], grading)
         if sink is not None:
             sink.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
             sink.flush()
         if on_record is not None:
             on_record(index, record, cached)
 
+    def finish(index: int, grading: dict, cached: bool) -> None:
+        if cache is not None and keys[index] and not cached and INTERNAL_ERROR not in grading["reasons"]:
+            cache.put(keys[index], grading)
+        record_case(index, grading, cached)
+        for copy in same_as.pop(index, []):  # byte-identical output and golden, same cells and settings
+            record_case(copy, grading, True)
+
     try:
         todo = []
+        first_with: dict[str, int] = {}
         for index in range(len(cases)):
             hit = cache.get(keys[index]) if cache is not None and keys[index] else None
             if hit is not None:
                 finish(index, hit, True)
+            elif keys[index] in first_with:
+                same_as.setdefault(first_with[keys[index]], []).append(index)
             else:
+                if keys[index]:
+                    first_with[keys[index]] = index
                 todo.append(index)
         if todo and (workers <= 1 or len(todo) == 1):
             _open_worker_engines(settings)
