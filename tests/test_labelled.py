@@ -60,3 +60,35 @@ def test_a_recomputing_grade_gets_every_label_right(labelled):
         "excel": CONFIRMED_PASS, "uncached": ARTIFACT, "changed-stale": FALSE_PASS, "changed-uncached": CONFIRMED_FAIL}
     score = labelled_score(records)
     assert (score.cases, score.judged, score.right, score.false_recoveries) == (4, 4, 4, 0)
+
+
+def test_outputs_of_a_text_answer_are_well_formed_and_recompute_to_their_labels(tmp_path):
+    """A text formula: Excel caches its value as <v xml:space="preserve">, and the change joins
+    &"x", which the sheet XML must hold escaped."""
+    require_engines("ironcalc")
+    import zipfile
+    from xml.dom import minidom
+
+    from regrade.values import CellRef
+
+    answer = DEMO.parents[1] / "fixtures" / "oracles" / "ironcalc" / "calc_tests" / "MATH_AND_TRIGONOMETRY" / "EXP_SIGN.xlsx"
+    made = make_labelled(answer, "A20", None, POLICY, tmp_path, "1_t_output.xlsx")  # A20 = " 10 ", Excel's cache
+    assert made.changed == CellRef("EXP_SIGN", 20, 1)
+    for label, path in made.outputs.items():
+        with zipfile.ZipFile(path) as archive:
+            minidom.parseString(archive.read("xl/worksheets/sheet1.xml"))  # raises on ill-formed XML
+    cell = lambda label, data_only: openpyxl.load_workbook(made.outputs[label], data_only=data_only)["EXP_SIGN"]["A20"].value
+    assert cell("uncached", True) is None and cell("uncached", False) == '=" 10 "'
+    assert cell("changed-stale", False) == '=(" 10 ")&"x"' and cell("changed-stale", True) == " 10 "
+    assert cell("changed-uncached", True) is None
+    shallow, full = open_engine("cached"), open_engine("ironcalc")
+    try:
+        verdicts = {label: rescore_case(Case(condition=label, task_id="t", case=1, output_path=path, answer_path=answer,
+                                             answer_position="A20"), POLICY, shallow, [full]).verdict
+                    for label, path in made.outputs.items()}
+    finally:
+        shallow.close()
+        full.close()
+    # recomputed: " 10 " for the first two (right), " 10 x" for the changed ones (wrong)
+    assert verdicts == {"excel": CONFIRMED_PASS, "uncached": ARTIFACT, "changed-stale": FALSE_PASS,
+                        "changed-uncached": CONFIRMED_FAIL}

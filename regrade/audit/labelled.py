@@ -33,7 +33,7 @@ from regrade.workbook.sheets import sheet_parts
 LABELS = {"excel": True, "uncached": True, "changed-stale": False, "changed-uncached": False}  # label: correct?
 
 _CELL = r'<c r="{coordinate}"(?P<attributes>[^>]*?)(?<!/)>(?P<content>.*?)</c>'  # not a self-closing <c .../>
-_VALUE = re.compile(r"<v>.*?</v>|<v/>", re.S)
+_VALUE = re.compile(r"<v(?:\s[^>]*)?>.*?</v>|<v/>", re.S)  # also <v xml:space="preserve">, as Excel writes " 10 "
 _TYPE = re.compile(r'\st="[^"]*"')
 _FORMULA = re.compile(r"<f(?P<attributes>[^>]*)>(?P<text>[^<]+)</f>")  # one with its text: not a shared formula's follower
 
@@ -102,7 +102,7 @@ def _changed(xml: str, ref: CellRef, cached: object, keep_cache: bool) -> str:
     cell = _cell(xml, ref)
     assert cell is not None
     number = isinstance(cached, (int, float)) and not isinstance(cached, bool) or hasattr(cached, "year")
-    change = "({})+1" if number else '({})&"x"'
+    change = "({})+1" if number else '({})&amp;"x"'  # the sheet XML holds the formula's & escaped
     content = _FORMULA.sub(lambda m: f"<f{m.group('attributes')}>{change.format(m.group('text'))}</f>",
                            cell.group("content"), count=1)
     attributes = cell.group("attributes")
