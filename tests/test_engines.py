@@ -200,6 +200,41 @@ def test_a_worker_folder_left_by_a_killed_run_is_removed_by_the_next_worker(work
     assert not own.exists()
 
 
+def test_a_worker_busy_on_a_workbook_dies_with_the_process_that_started_it(workbook):
+    """The parent killed mid-workbook (kill PID, SIGKILL here): its worker, busy where no orphan
+    check runs, does not compute on for the rest of the workbook."""
+    import signal
+    import subprocess
+    import sys
+
+    slow = workbook({"A1": 1}, name="slow.xlsx")
+    script = (
+        "import sys, threading; from tests.test_engines import SleepyOnceEngine; "
+        "from regrade.engines.base import EngineSettings; from regrade.engines.isolation import IsolatedEngine; "
+        "from regrade.values import CellRef; from pathlib import Path; "
+        "engine = IsolatedEngine(SleepyOnceEngine(EngineSettings(timeout_s=300))); "
+        "threading.Timer(3, lambda: (print(engine._worker.pid, flush=True))).start(); "
+        f"engine.evaluate(Path({str(slow)!r}), [CellRef('Sheet1', 1, 1)])"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script], cwd=os.path.dirname(os.path.dirname(__file__)),
+                              stdout=subprocess.PIPE, text=True)
+    worker = int(parent.stdout.readline())  # sleeping 30 s on slow.xlsx
+    os.kill(parent.pid, signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _alive(worker):
+        time.sleep(0.1)
+    assert not _alive(worker), "the worker computes on after its parent was killed"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(")")[-1].split()[0] != "Z"  # a zombie has ended
+    except FileNotFoundError:
+        return False
+
+
 class ChattyEngine(IronCalcEngine):
     def evaluate(self, path, cells):
         print("Unexpected feature XmlNode { name: vertAlign }")  # what IronCalc prints on some files

@@ -215,6 +215,7 @@ def _serve(engine: Engine, memory_mb: int | None, connection: Connection, parent
     """The worker: evaluate each workbook sent until the parent goes away. Its temporary
     files go to ``scratch``, which the parent removes however the worker ends."""
     parents_end.close()  # so that the parent's death reads as the end of the requests
+    _die_with_parent()  # even inside the engine's native code, where no orphan check runs
     tempfile.tempdir = scratch
     signal.signal(signal.SIGTERM, lambda signum, frame: _leave(engine))
     os.environ["RUST_BACKTRACE"] = "0"
@@ -270,6 +271,23 @@ def _evaluate(engine: Engine, path: Path, cells: list[CellRef],
             return WorkbookFailure("crashed", f"{engine.name} raised {type(exc).__name__}: {exc}")
     except MemoryError:  # memory ran out again while the first error was handled
         return out_of_memory
+
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to kill this worker when the process that forked it ends (a run killed with
+    SIGTERM): a worker busy in an engine's native code would otherwise compute on, orphaned,
+    until the workbook is done. Elsewhere the orphan check between workbooks does it."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
 
 
 def _leave(engine: Engine) -> None:
