@@ -239,10 +239,16 @@ def chosen_quorum(quorum: int | None, engines: list[str]) -> int:
 @click.option("--engines", "engine_names", metavar="NAMES", help=f"Comma-separated full engines for the consensus ({', '.join(FULL_ENGINES)}). Default: {DEFAULT_ENGINES_HELP}.")
 @quorum_option
 @scale_options
+@click.option("--executor", type=click.Choice(["local", "dask"]), default="local", show_default=True,
+              help="Where cases are graded: a pool of --workers processes here, or a Dask cluster "
+                   "(pip install 'regrade[dask]'; docs/scale.md).")
+@click.option("--scheduler", metavar="ADDRESS", default=None,
+              help="With --executor dask: the scheduler of an existing cluster (tcp://host:8786). "
+                   "Default: a LocalCluster of --workers processes on this machine.")
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), required=True, help="Results file (JSON Lines) to write.")
 @library_errors
 def rescore_command(dataset, conditions, harbor_jobs, runs_dir, allow_missing, stack, benchmark, manifest, policy, timeout,
-                    engine_names, quorum, shallow, workers, cache_dir, no_cache, output):
+                    engine_names, quorum, shallow, workers, cache_dir, no_cache, executor, scheduler, output):
     """Grade every case value-only and with a full engine, and classify it.
 
     Verdicts: confirmed-pass, confirmed-fail, artifact (the value-only grade failed a
@@ -275,7 +281,8 @@ def rescore_command(dataset, conditions, harbor_jobs, runs_dir, allow_missing, s
     elapsed time, and the commands to run next. Ctrl-C stops it with exit status
     130; the same command resumes from the cache.
 
-    Cases run in a pool of --workers processes; every engine runs each workbook
+    Cases run in a pool of --workers processes (or, with --executor dask, on a Dask
+    cluster: the same isolation and limits, records and cache); every engine runs each workbook
     under a time limit (--timeout) and a memory limit, so a crash or hang makes that
     case unevaluable and the run goes on. Finished gradings are cached by content
     hash: a second run is near-instant, and a run killed at any point resumes where
@@ -291,9 +298,11 @@ def rescore_command(dataset, conditions, harbor_jobs, runs_dir, allow_missing, s
     engines = chosen_engines(engine_names)
     settings = RescoreSettings(policy, shallow, tuple(engines), timeout, quorum=chosen_quorum(quorum, engines))
     started = time.monotonic()
+    if scheduler is not None and executor != "dask":
+        raise click.UsageError("--scheduler is an address of a Dask cluster: pass --executor dask with it")
     records = run_rescore(run.cases, settings, workers,
                           None if no_cache else ResultCache(cache_dir or default_cache_dir()),
-                          output, {"command": "rescore"}, run.described_by)
+                          output, {"command": "rescore"}, run.described_by, executor=executor, scheduler=scheduler)
     click.echo(render(["verdict", "cases"], verdict_counts(records), "table"))
     for line in summarise(records, time.monotonic() - started).lines(output):
         click.echo(line, err=True)
@@ -317,7 +326,8 @@ def chosen_engines(names: str | None) -> list[str]:
 
 
 def run_rescore(cases: list[Case], settings: RescoreSettings, workers: int, cache: ResultCache | None, output: Path,
-                command: dict, described_by: list[Path], kept: bool = True) -> list[dict]:
+                command: dict, described_by: list[Path], kept: bool = True, executor: str = "local",
+                scheduler: str | None = None) -> list[dict]:
     """Rescore with progress, write the results file and return the case records.
     ``kept``: the results file outlives the command (the demo's scratch file does not)."""
     shown = progress(len(cases), "cases")
@@ -326,7 +336,7 @@ def run_rescore(cases: list[Case], settings: RescoreSettings, workers: int, cach
             _, records = rescore_to_file(cases, settings, output, workers, cache, lambda index, record, cached:
                                          shown.advance(f"{record['condition']} task {record['task_id']} case "
                                                        f"{record['case']}: {record['verdict']}", cached),
-                                         command, described_by)
+                                         command, described_by, executor, scheduler)
     except KeyboardInterrupt:
         done = f"{shown.done} of {len(cases)} cases were graded"
         click.echo(f"\n{done} and saved in the results cache; the same command resumes from there" if cache is not None

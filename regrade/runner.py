@@ -115,6 +115,8 @@ def rescore_run(
     cache: ResultCache | None = None,
     on_record: Callable[[int, dict, bool], None] | None = None,
     partial: Path | None = None,
+    executor: str = "local",
+    scheduler: str | None = None,
 ) -> list[dict]:
     """Every case's result record, in case order.
 
@@ -122,7 +124,9 @@ def rescore_run(
     cells, are graded once: the later ones reuse the grading (a second condition or trial that
     wrote the same file costs nothing). ``on_record(index, record, cached)`` is called as each
     case finishes (``cached``: taken from the cache or from such a case); ``partial``, when
-    given, gets each record appended as it finishes.
+    given, gets each record appended as it finishes. ``executor`` "local" grades in this
+    process (``workers`` 1) or a pool of ``workers`` processes; "dask" on a Dask cluster
+    (:mod:`regrade.cluster`): a LocalCluster of ``workers`` processes, or the one at ``scheduler``.
     """
     versions = code_versions(settings)
     records: list[dict | None] = [None] * len(cases)
@@ -160,7 +164,11 @@ def rescore_run(
                 if keys[index]:
                     first_with[keys[index]] = index
                 todo.append(index)
-        if todo and (workers <= 1 or len(todo) == 1):
+        if todo and executor == "dask":
+            from regrade.cluster import grade_on_dask
+
+            grade_on_dask(cases, longest_first(cases, todo), settings, workers, finish, scheduler)
+        elif todo and (workers <= 1 or len(todo) == 1):
             _open_worker_engines(settings)
             try:
                 for index in todo:
@@ -168,7 +176,7 @@ def rescore_run(
             finally:
                 _close_worker_engines()
         elif todo:
-            _in_pool(cases, todo, settings, workers, finish)
+            _in_pool(cases, longest_first(cases, todo), settings, workers, finish)
     finally:
         if sink is not None:
             sink.close()
@@ -177,7 +185,8 @@ def rescore_run(
 
 def rescore_to_file(cases: list[Case], settings: RescoreSettings, output: Path, workers: int = 1,
                     cache: ResultCache | None = None, on_record: Callable[[int, dict, bool], None] | None = None,
-                    command: dict | None = None, described_by: Sequence[Path] = ()) -> tuple[dict, list[dict]]:
+                    command: dict | None = None, described_by: Sequence[Path] = (), executor: str = "local",
+                    scheduler: str | None = None) -> tuple[dict, list[dict]]:
     """Rescore and write the results file, provenance first (:mod:`regrade.results`); return both.
 
     Records go to a hidden ``.partial`` file beside ``output`` as they finish; ``output`` itself
@@ -186,12 +195,13 @@ def rescore_to_file(cases: list[Case], settings: RescoreSettings, output: Path, 
     partial = output.parent / f".{output.name}.partial"
     output.parent.mkdir(parents=True, exist_ok=True)
     partial.unlink(missing_ok=True)
-    records = rescore_run(cases, settings, workers, cache, on_record, partial)
+    records = rescore_run(cases, settings, workers, cache, on_record, partial, executor, scheduler)
     inputs = [*described_by, *(p for c in cases for p in (c.output_path, c.answer_path))]
     record = provenance(
         {**(command or {}), "policy": settings.policy, "shallow": settings.shallow, "full": list(settings.engines),
          "timeout_s": settings.timeout_s, "bridge_work": settings.bridge_work, "quorum": settings.quorum,
-         "workers": workers, "cache": str(cache.directory) if cache else None},
+         "workers": workers, "executor": executor, "scheduler": scheduler,
+         "cache": str(cache.directory) if cache else None},
         engine_versions(settings),
         inputs,
     )
@@ -211,14 +221,14 @@ def _in_pool(cases: list[Case], todo: Iterable[int], settings: RescoreSettings, 
         suspects += _pool_pass(cases, queue, settings, workers, finish)
     for index in suspects:
         if _pool_pass(cases, [index], settings, 1, finish):
-            finish(index, _crashed(cases[index]), False)
+            finish(index, crashed_grading(cases[index], "a worker process died twice while grading this case"), False)
 
 
 def _pool_pass(cases: list[Case], queue: list[int], settings: RescoreSettings, workers: int,
                finish: Callable[[int, dict, bool], None]) -> list[int]:
     """Run the queue (consumed in place) until done or the pool breaks; returns the cases the broken pool held."""
     context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
-    with ProcessPoolExecutor(workers, mp_context=context, initializer=_start_pool_worker, initargs=(settings,)) as pool:
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=start_pool_worker, initargs=(settings,)) as pool:
         running: dict[Future, int] = {}
         try:
             while queue or running:
@@ -238,10 +248,23 @@ def _pool_pass(cases: list[Case], queue: list[int], settings: RescoreSettings, w
     return []
 
 
-def _crashed(case: Case) -> dict:
-    result = CaseResult(case, None, None, UNEVALUABLE, ["crashed"],
-                        "a worker process died twice while grading this case")
-    return grading_fields(result)
+def longest_first(cases: list[Case], todo: Iterable[int]) -> list[int]:
+    """The cases to grade, the likely longest first (by the bytes of output and golden), so
+    that the workers finish together instead of one grading a large workbook at the end."""
+    def size(index: int) -> int:
+        total = 0
+        for path in (cases[index].output_path, cases[index].answer_path):
+            try:
+                total += path.stat().st_size
+            except OSError:
+                pass
+        return total
+    return sorted(todo, key=lambda index: (-size(index), index))
+
+
+def crashed_grading(case: Case, message: str) -> dict:
+    """The grading of a case whose worker died each time it was tried."""
+    return grading_fields(CaseResult(case, None, None, UNEVALUABLE, ["crashed"], message))
 
 
 _WORKER: dict = {}
@@ -262,7 +285,7 @@ def _close_worker_engines() -> None:
     _WORKER.clear()
 
 
-def _start_pool_worker(settings: RescoreSettings) -> None:
+def start_pool_worker(settings: RescoreSettings) -> None:
     """A pool worker's engines, closed when the worker ends. A pool worker leaves through
     os._exit, which runs no atexit hook but does run multiprocessing's finalizers."""
     _WORKER.clear()  # a forked worker's copies of the parent's engines are the parent's to close

@@ -275,7 +275,7 @@ def test_progress_is_a_bar_with_rate_and_time_left_on_a_terminal(capsys):
         for label in ("a", "b", "c"):
             shown.advance(label, cached=label == "a")
     err = capsys.readouterr().err
-    assert "3/3" in err and "cases/s" in err and "left" in err and "(1 cached)" in err
+    assert "3/3" in err and "cases/s" in err and "left" in err and "(1 reused)" in err
     with Progress(2, "files", terminal=False) as plain:
         plain.advance("x.xlsx")
     assert capsys.readouterr().err == "[1/2] x.xlsx\n"

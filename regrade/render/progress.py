@@ -36,7 +36,7 @@ class Progress:
     def __init__(self, total: int, unit: str = "cases", quiet: bool = False, terminal: bool | None = None):
         self.total, self.unit, self.quiet = total, unit, quiet
         self.done = 0
-        self.cached = 0
+        self.cached = 0  # cases not graded now: from the results cache, or the same as an earlier case
         self._bar: RichProgress | None = None
         if not quiet and (sys.stderr.isatty() if terminal is None else terminal):
             self._bar = RichProgress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -59,7 +59,7 @@ class Progress:
         if self.quiet:
             return
         if self._bar is not None:
-            description = f"{self.unit} ({self.cached} cached)" if self.cached else self.unit
+            description = f"{self.unit} ({self.cached} reused)" if self.cached else self.unit
             self._bar.update(self._task, advance=1, description=description)
             return
-        click.echo(f"[{self.done}/{self.total}] {label}" + (" (cached)" if cached else ""), err=True)
+        click.echo(f"[{self.done}/{self.total}] {label}" + (" (reused)" if cached else ""), err=True)

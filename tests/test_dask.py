@@ -1,0 +1,94 @@
+"""Grading on a Dask cluster (regrade.cluster): the local pool's records, a killed worker losing nothing."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from regrade.runner import RescoreSettings, rescore_run
+from regrade.runs.cases import Case, RunError, golden_files, input_file, load_dataset
+from tests.conftest import SHARED, SHARED_ABSENT, require_engines
+from tests.test_runner import demo_cases
+
+distributed = pytest.importorskip("distributed") if not os.environ.get("CI") else __import__("distributed")  # CI installs it
+THREE = ("ironcalc", "libreoffice", "formulon")
+SETTINGS = RescoreSettings("spreadsheetbench", "cached", THREE, 60.0, quorum=2)
+
+
+@pytest.fixture(autouse=True)
+def engines():
+    require_engines(*THREE)
+
+
+def test_a_local_cluster_gives_the_local_pool_s_records_on_the_demo():
+    cases = demo_cases()
+    local = rescore_run(cases, SETTINGS, workers=2)
+    on_dask = rescore_run(cases, SETTINGS, workers=2, executor="dask")
+    assert on_dask == local
+    assert {r["verdict"] for r in on_dask} >= {"artifact", "confirmed-fail", "confirmed-pass", "false-pass"}
+
+
+def small_shared_cases(count: int) -> list[Case]:
+    """The first ``count`` cases of the shared split, each answer against itself and the task's
+    input against it, among workbooks under 200 KB (no case near a time limit on a busy machine)."""
+    corpus = SHARED
+    cases: list[Case] = []
+    for record in load_dataset(corpus):
+        task = str(record["id"])
+        for number, answer in golden_files(corpus, task).items():
+            start = input_file(answer, task, number)
+            if start is None or max(answer.stat().st_size, start.stat().st_size) > 200_000:
+                continue
+            common = {"task_id": task, "case": number, "answer_path": answer,
+                      "answer_position": record["answer_position"], "answer_sheet": record.get("answer_sheet")}
+            cases += [Case(condition="answers", output_path=answer, **common),
+                      Case(condition="inputs", output_path=start, **common)]
+            if len(cases) >= count:
+                return cases
+    return cases
+
+
+@pytest.mark.skipif(not (SHARED / "dataset.json").is_file(), reason=SHARED_ABSENT)
+def test_a_local_cluster_gives_the_local_pool_s_records_on_100_shared_cases():
+    cases = small_shared_cases(100)
+    assert len(cases) == 100
+    assert rescore_run(cases, SETTINGS, workers=2, executor="dask") == rescore_run(cases, SETTINGS, workers=2)
+
+
+def test_a_dask_worker_killed_mid_run_loses_no_case():
+    import dask
+    from distributed import Client, LocalCluster
+
+    cases = demo_cases()
+    expected = rescore_run(cases, SETTINGS, workers=2)
+    with dask.config.set({"distributed.worker.daemon": False}), \
+            LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None, host="127.0.0.1") as cluster, \
+            Client(cluster) as client:
+        done: list[int] = []
+        records: list[dict] = []
+        run = threading.Thread(target=lambda: records.extend(rescore_run(
+            cases, SETTINGS, workers=2, executor="dask", scheduler=cluster.scheduler_address,
+            on_record=lambda index, record, cached: done.append(index))))
+        run.start()
+        deadline = time.monotonic() + 300
+        while len(done) < 5 and run.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(done) < len(cases), "the run ended before a worker could be killed"
+        pids = client.run(os.getpid)
+        os.kill(next(iter(pids.values())), signal.SIGKILL)  # one worker, mid-case
+        run.join(600)
+        assert not run.is_alive()
+    assert sorted(done) == list(range(len(cases)))  # every case, once
+    assert records == expected
+
+
+def test_dask_missing_is_one_clear_error(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "distributed", None)  # as if not installed: import fails
+    with pytest.raises(RunError, match=r"pip install 'regrade\[dask\]'"):
+        rescore_run(demo_cases()[:2], SETTINGS, workers=2, executor="dask")
