@@ -57,13 +57,15 @@ def rescore(dataset: str | Path | None = None, conditions: Mapping[str, str | Pa
             engines: Sequence[str] | None = None, quorum: int | None = None, policy: str = "spreadsheetbench",
             shallow: str = "cached", timeout_s: float = DEFAULT_TIMEOUT_S, workers: int = 1,
             output: str | Path | None = None, cache: bool = True, cache_dir: str | Path | None = None,
-            allow_missing: bool = False, stack: str = "default", benchmark: str = "spreadsheetbench") -> RescoreResults:
+            allow_missing: bool = False, stack: str = "default", benchmark: str = "spreadsheetbench",
+            executor: Literal["local", "dask"] = "local", scheduler: str | None = None) -> RescoreResults:
     """Grade every case value-only and with the full engines, as ``regrade rescore`` does.
 
     ``conditions`` maps a condition to its output folder (or is a list of ``"NAME=DIR"``); ``runs``
     makes every subfolder a condition; ``harbor`` lists Harbor job folders, ``"[NAME=]JOB_DIR"``;
     or give a ``manifest``. With ``output`` the results file is
-    written (provenance first). A condition with no output at all raises
+    written (provenance first). ``executor="dask"`` grades on a Dask cluster: a LocalCluster
+    of ``workers`` processes, or the one at ``scheduler`` (docs/scale.md). A condition with no output at all raises
     :class:`regrade.runs.inventory.EmptyCondition` unless ``allow_missing``.
     """
     run = load_run(_path(dataset), {k: Path(v) for k, v in conditions.items()} if isinstance(conditions, Mapping)
@@ -75,9 +77,11 @@ def rescore(dataset: str | Path | None = None, conditions: Mapping[str, str | Pa
     store = ResultCache(Path(cache_dir) if cache_dir else default_cache_dir()) if cache else None
     if output is not None:
         provenance, records = rescore_to_file(run.cases, settings, Path(output), workers, store,
-                                              command={"command": "api.rescore"}, described_by=run.described_by)
+                                              command={"command": "api.rescore"}, described_by=run.described_by,
+                                              executor=executor, scheduler=scheduler)
     else:
-        provenance, records = None, rescore_run(run.cases, settings, workers, store)
+        provenance, records = None, rescore_run(run.cases, settings, workers, store, executor=executor,
+                                                scheduler=scheduler)
     results = Results.from_records(provenance, records)
     return RescoreResults(provenance=results.provenance, cases=results.cases,
                           inventory=[i.to_json() for i in run.inventories], summary=_summary(summarise(records)))
