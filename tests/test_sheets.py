@@ -48,3 +48,32 @@ def test_the_scan_declines_what_it_cannot_read(tmp_path):
     assert formula_cells(prefixed) is None  # namespace-prefixed elements: openpyxl is asked instead
     (tmp_path / "broken.xlsx").write_bytes(b"not a zip")
     assert formula_cells(tmp_path / "broken.xlsx") is None
+
+
+def test_a_bloated_stylesheet_is_read_without_its_named_styles_and_the_same_values(tmp_path):
+    import openpyxl
+    from openpyxl.styles import NamedStyle
+
+    from regrade.workbook.styles import MAX_NAMED_STYLES, read_book
+
+    def book_with(named: int):
+        book = openpyxl.Workbook()
+        sheet = book.active
+        for number in range(named):  # the copied-in styles of a bloated workbook
+            book.add_named_style(NamedStyle(name=f"Style {number}", number_format="0.000"))
+        sheet["A1"], sheet["A1"].number_format = 45000, "yyyy-mm-dd"
+        sheet["A2"], sheet["A2"].style = 1.5, "Style 3" if named > 3 else "Normal"
+        sheet["A3"] = "=A2*2"
+        path = tmp_path / f"styles-{named}.xlsx"
+        book.save(path)
+        return path
+
+    for named, kept in ((3, 4), (MAX_NAMED_STYLES + 100, 1)):  # 4 = Normal and the three
+        path = book_with(named)
+        for data_only in (True, False):
+            plain = openpyxl.load_workbook(path, data_only=data_only).active
+            lean_book = read_book(path, data_only=data_only)
+            lean = lean_book.active
+            assert [(c.value, c.number_format) for c in lean["A"]] == [(c.value, c.number_format) for c in plain["A"]]
+            assert len(lean_book._named_styles) == kept
+    assert read_book(book_with(MAX_NAMED_STYLES + 100), read_only=True).active["A2"].number_format == "0.000"

@@ -17,6 +17,7 @@ from regrade.values import EXCEL_ERROR_CODES, CellRef, ExcelError, WorkbookFailu
 from regrade.workbook.cones import Area
 from regrade.workbook.screening import refusal
 from regrade.workbook.sheets import formula_cells, resolve_sheet
+from regrade.workbook.styles import read_book
 
 
 class CachedEngine(EngineBase):
@@ -78,7 +79,7 @@ def read_cells(path: Path, cells: Sequence[CellRef], data_only: bool) -> tuple[l
     openpyxl's streaming (read-only) reader goes through each sheet's rows only as far as the
     last requested row, and makes cells only inside the requested box: on a large sheet this is
     several times faster than loading the whole workbook."""
-    book = openpyxl.load_workbook(path, data_only=data_only, read_only=True)
+    book = read_book(path, data_only=data_only, read_only=True)
     try:
         names = list(book.sheetnames)
         wanted: dict[str, list[CellRef]] = {}
@@ -115,9 +116,7 @@ class CachedAreas:
     def read(self, area: Area) -> list[list[object]]:
         """Rows from ``area.min_row``, cut at the sheet's used range; error codes as :class:`ExcelError`."""
         if self._book is None:
-            with warnings.catch_warnings():  # openpyxl warns about what it drops
-                warnings.simplefilter("ignore")
-                self._book = openpyxl.load_workbook(self.path, data_only=True)
+            self._book = read_book(self.path, data_only=True)
         ws = self._book[area.sheet]
         if area.sheet not in self._dimensions:
             self._dimensions[area.sheet] = (ws.max_row, ws.max_column)

@@ -23,6 +23,7 @@ from regrade.engines.cached import read_cells
 from regrade.workbook.cones import VOLATILE_FUNCTIONS, FormulaGraph
 from regrade.workbook.external import linked_workbook
 from regrade.workbook.formula import boundaries, referenced_cells
+from regrade.workbook.styles import read_book
 from regrade.engines.readings import decoded_text, number_value
 from regrade.workbook.screening import HOSTILE_REASONS, screen
 from regrade.workbook.sheets import (
@@ -105,7 +106,7 @@ class Golden:
         """The sheet's last row and column as openpyxl's full load counts them."""
         if self._sizes is None:
             with _reading(self.path):
-                book = openpyxl.load_workbook(self.path, data_only=True)
+                book = read_book(self.path, data_only=True)
             self._sizes = {ws.title: (ws.max_row, ws.max_column) for ws in book.worksheets}
         return self._sizes[sheet]
 
@@ -223,7 +224,7 @@ def load_golden(path: Path) -> Golden:
 @functools.lru_cache(maxsize=4)
 def _load_golden(path: Path, mtime_ns: int, size: int) -> Golden:
     with _reading(path):
-        book = openpyxl.load_workbook(path, data_only=True, read_only=True)
+        book = read_book(path, data_only=True, read_only=True)
         names = list(book.sheetnames)
         book.close()
     return Golden(path, names)

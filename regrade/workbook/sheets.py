@@ -20,6 +20,7 @@ from openpyxl.reader.workbook import WorkbookParser
 from openpyxl.utils.cell import column_index_from_string
 
 from regrade.workbook.formula import boundaries
+from regrade.workbook.styles import LeanReader
 
 MAX_SHEET_BYTES = 64 * 1024 * 1024
 _ARRAY_CELL = re.compile(r'<c r="([A-Z]{1,3})(\d+)"[^>]*>\s*<f\b(?=[^>]*\bt="array")(?:[^>]*\bref="([A-Z0-9:]+)")?')
@@ -167,8 +168,9 @@ class _PivotCachesLeftOut(WorkbookParser):
         return defaultdict(lambda: None)
 
 
-class _FormulaReader(ExcelReader):
-    """openpyxl's reader, with every pivot table's cache left out."""
+class _FormulaReader(LeanReader):
+    """openpyxl's reader, with every pivot table's cache left out and a bloated stylesheet's
+    named styles cut (:mod:`regrade.workbook.styles`): such a book is read, never saved."""
 
     def __init__(self, path: Path):
         super().__init__(path, read_only=False, data_only=False)
