@@ -92,3 +92,27 @@ def test_outputs_of_a_text_answer_are_well_formed_and_recompute_to_their_labels(
     # recomputed: " 10 " for the first two (right), " 10 x" for the changed ones (wrong)
     assert verdicts == {"excel": CONFIRMED_PASS, "uncached": ARTIFACT, "changed-stale": FALSE_PASS,
                         "changed-uncached": CONFIRMED_FAIL}
+
+
+@pytest.mark.parametrize("answer, position, changed", [
+    # Excel caches TIME(23,59,60) as 0:00 and =H27 as TRUE
+    ("calc_tests/DATE_AND_TIME/DATE_TIME.xlsx", "Sheet1!C2", "=(TIME(23,59,60))+1/24"),
+    ("calc_test_no_export/tables.xlsx", "'Functions Filters'!D27", "=NOT(H27)"),
+])
+def test_a_time_or_a_boolean_is_changed_within_its_type(tmp_path, answer, position, changed):
+    """A time plus a day keeps the time of day (equal under the policy); a time or a boolean
+    joined with "x" is a number or a boolean written as text, which engines write differently."""
+    require_engines("ironcalc")
+    path = DEMO.parents[1] / "fixtures" / "oracles" / "ironcalc" / answer
+    made = make_labelled(path, position, None, POLICY, tmp_path, "1_t_output.xlsx")
+    ref = made.changed
+    book = openpyxl.load_workbook(made.outputs["changed-uncached"])
+    assert book[ref.sheet].cell(ref.row, ref.column).value == changed
+    shallow, full = open_engine("cached"), open_engine("ironcalc")
+    try:
+        case = Case(condition="c", task_id="t", case=1, output_path=made.outputs["changed-uncached"],
+                    answer_path=path, answer_position=position)
+        assert rescore_case(case, POLICY, shallow, [full]).verdict == CONFIRMED_FAIL  # 1:00, FALSE: wrong
+    finally:
+        shallow.close()
+        full.close()

@@ -6,7 +6,8 @@ From one answer file whose graded formulas carry Excel's cached values, four out
 - ``uncached``: the same, its graded formula cells' cached values removed (as a file
   openpyxl wrote would be). Correct; a value-only grader fails it.
 - ``changed-stale``: one graded formula (the first written with its text) changed so that its value differs from Excel's
-  (``(F)+1`` where Excel cached a number, ``(F)&"x"`` where it cached text or a boolean)
+  (``(F)+1`` where Excel cached a number or a date, ``(F)+1/24`` a time, ``NOT(F)`` a boolean,
+  ``(F)&"x"`` a text)
   with Excel's old cached value kept. Wrong; a value-only grader passes it.
 - ``changed-uncached``: the same change, its cached value removed. Wrong.
 
@@ -19,6 +20,7 @@ recovery).
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 import shutil
 import zipfile
@@ -101,14 +103,27 @@ def _changeable(xml: str, ref: CellRef, cached: object) -> bool:
 def _changed(xml: str, ref: CellRef, cached: object, keep_cache: bool) -> str:
     cell = _cell(xml, ref)
     assert cell is not None
-    number = isinstance(cached, (int, float)) and not isinstance(cached, bool) or hasattr(cached, "year")
-    change = "({})+1" if number else '({})&amp;"x"'  # the sheet XML holds the formula's & escaped
+    change = _change_for(cached)
     content = _FORMULA.sub(lambda m: f"<f{m.group('attributes')}>{change.format(m.group('text'))}</f>",
                            cell.group("content"), count=1)
     attributes = cell.group("attributes")
     if not keep_cache:
         content, attributes = _VALUE.sub("", content), _TYPE.sub("", attributes)
     return xml[:cell.start()] + f'<c r="{ref.coordinate}"{attributes}>{content}</c>' + xml[cell.end():]
+
+
+def _change_for(cached: object) -> str:
+    """How a formula is changed so that its value differs from ``cached`` under any policy: a
+    number or a date plus 1; a time plus an hour (plus a day would keep the time of day the
+    policy compares); a boolean negated; a text with "x" joined (the sheet XML holds the & escaped).
+    Each keeps the value's type, so no engine's way of writing a number as text is tested."""
+    if isinstance(cached, bool):
+        return "NOT({})"
+    if isinstance(cached, dt.time):
+        return "({})+1/24"
+    if isinstance(cached, (int, float)) or hasattr(cached, "year"):
+        return "({})+1"
+    return '({})&amp;"x"'
 
 
 def _uncached(xml: str, ref: CellRef) -> str:
