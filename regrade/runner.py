@@ -90,6 +90,7 @@ def cache_key(case: Case, settings: RescoreSettings, versions: dict[str, str]) -
         "format": CACHE_FORMAT,
         "output": sha256_file(case.output_path),  # None when missing: the grading says so, and is cached as such
         "golden": sha256_file(case.answer_path),
+        "task_id": case.task_id,  # a grading's message may name its task
         "answer_position": case.answer_position,
         "answer_sheet": case.answer_sheet,
         "settings": asdict(settings),

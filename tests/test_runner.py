@@ -18,7 +18,7 @@ def distinct(cases) -> int:
     """Cases with different output or golden bytes or cells: what a run grades (the others reuse a grading)."""
     from regrade.provenance import sha256_file
 
-    return len({(sha256_file(c.output_path), sha256_file(c.answer_path), c.answer_position) for c in cases})
+    return len({(c.task_id, sha256_file(c.output_path), sha256_file(c.answer_path), c.answer_position) for c in cases})
 
 
 def expected_verdicts() -> dict[str, str]:
