@@ -200,25 +200,37 @@ def test_a_worker_folder_left_by_a_killed_run_is_removed_by_the_next_worker(work
     assert not own.exists()
 
 
-def test_a_worker_busy_on_a_workbook_dies_with_the_process_that_started_it(workbook):
+class SleepyAnnouncingEngine(IronCalcEngine):
+    """Writes its worker's pid to $REGRADE_TEST_PID_FILE, then sleeps 30 s on every workbook."""
+
+    def evaluate(self, path, cells):
+        with open(os.environ["REGRADE_TEST_PID_FILE"], "w") as handle:
+            handle.write(str(os.getpid()))
+        time.sleep(30)
+        return super().evaluate(path, cells)
+
+
+def test_a_worker_busy_on_a_workbook_dies_with_the_process_that_started_it(workbook, tmp_path):
     """The parent killed mid-workbook (kill PID, SIGKILL here): its worker, busy where no orphan
     check runs, does not compute on for the rest of the workbook."""
-    import signal
     import subprocess
     import sys
 
     slow = workbook({"A1": 1}, name="slow.xlsx")
+    announced = tmp_path / "worker.pid"
     script = (
-        "import sys, threading; from tests.test_engines import SleepyOnceEngine; "
+        "from tests.test_engines import SleepyAnnouncingEngine; "
         "from regrade.engines.base import EngineSettings; from regrade.engines.isolation import IsolatedEngine; "
         "from regrade.values import CellRef; from pathlib import Path; "
-        "engine = IsolatedEngine(SleepyOnceEngine(EngineSettings(timeout_s=300))); "
-        "threading.Timer(3, lambda: (print(engine._worker.pid, flush=True))).start(); "
+        "engine = IsolatedEngine(SleepyAnnouncingEngine(EngineSettings(timeout_s=300))); "
         f"engine.evaluate(Path({str(slow)!r}), [CellRef('Sheet1', 1, 1)])"
     )
     parent = subprocess.Popen([sys.executable, "-c", script], cwd=os.path.dirname(os.path.dirname(__file__)),
-                              stdout=subprocess.PIPE, text=True)
-    worker = int(parent.stdout.readline())  # sleeping 30 s on slow.xlsx
+                              env={**os.environ, "REGRADE_TEST_PID_FILE": str(announced)})
+    deadline = time.monotonic() + 120
+    while not (announced.is_file() and announced.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    worker = int(announced.read_text())  # asleep in the workbook
     os.kill(parent.pid, signal.SIGKILL)
     parent.wait()
     deadline = time.monotonic() + 10
