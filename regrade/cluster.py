@@ -25,6 +25,7 @@ from __future__ import annotations
 import multiprocessing
 import tempfile
 import threading
+import uuid
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Callable
@@ -52,7 +53,8 @@ def grade_on_dask(cases: list[Case], todo: list[int], settings: RescoreSettings,
             with Client(cluster if cluster is not None else scheduler) as client:
                 _check_workers(client)
                 client.register_plugin(case_workers_plugin(settings), name="regrade-case-workers")
-                futures = {client.submit(grade_one, cases[i], settings, pure=False, key=f"regrade-case-{i}"): i
+                run = uuid.uuid4().hex[:12]  # task keys unique on a cluster that other runs share
+                futures = {client.submit(grade_one, cases[i], settings, pure=False, key=f"regrade-{run}-case-{i}"): i
                            for i in todo}
                 try:
                     for future in as_completed(futures):
@@ -71,7 +73,7 @@ def grade_on_dask(cases: list[Case], todo: list[int], settings: RescoreSettings,
 
 
 def _check_workers(client) -> None:
-    """Refuse a cluster whose workers cannot start a case worker (daemonic) or run two cases at once."""
+    """Refuse a cluster without workers, or whose workers cannot start a case worker (daemonic)."""
     problems = client.run(_worker_problem)
     found = sorted({problem for problem in problems.values() if problem})
     if not client.scheduler_info().get("workers"):
