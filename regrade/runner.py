@@ -228,8 +228,7 @@ def _in_pool(cases: list[Case], todo: Iterable[int], settings: RescoreSettings, 
 def _pool_pass(cases: list[Case], queue: list[int], settings: RescoreSettings, workers: int,
                finish: Callable[[int, dict, bool], None]) -> list[int]:
     """Run the queue (consumed in place) until done or the pool breaks; returns the cases the broken pool held."""
-    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
-    with ProcessPoolExecutor(workers, mp_context=context, initializer=start_pool_worker, initargs=(settings,)) as pool:
+    with _new_pool(settings, workers) as pool:
         running: dict[Future, int] = {}
         try:
             while queue or running:
@@ -247,6 +246,26 @@ def _pool_pass(cases: list[Case], queue: list[int], settings: RescoreSettings, w
             pool.shutdown(wait=True, cancel_futures=True)  # cases not started are dropped, not graded first
             raise
     return []
+
+
+def _new_pool(settings: RescoreSettings, workers: int) -> ProcessPoolExecutor:
+    """A pool whose workers are born with SIGINT blocked and unblock it once their handler is in
+    place (:func:`start_pool_worker`): a Ctrl-C while they start ends them quietly, never in
+    the middle of their initializer (which printed a traceback)."""
+    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+    masking = hasattr(signal, "pthread_sigmask")
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if masking else None
+    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=start_pool_worker, initargs=(settings,))
+    try:
+        pool.submit(int)  # the workers start now, under this mask
+    finally:
+        try:
+            if before is not None:
+                signal.pthread_sigmask(signal.SIG_SETMASK, before)  # a Ctrl-C that came meanwhile is raised here
+        except KeyboardInterrupt:
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+    return pool
 
 
 def longest_first(cases: list[Case], todo: Iterable[int]) -> list[int]:
@@ -291,6 +310,8 @@ def start_pool_worker(settings: RescoreSettings) -> None:
     os._exit, which runs no atexit hook but does run multiprocessing's finalizers."""
     _WORKER.clear()  # a forked worker's copies of the parent's engines are the parent's to close
     signal.signal(signal.SIGINT, _leave_quietly)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # blocked while it was born (_new_pool)
     _open_worker_engines(settings)
     multiprocessing.util.Finalize(None, _close_worker_engines, exitpriority=10)
 
