@@ -309,7 +309,8 @@ def start_pool_worker(settings: RescoreSettings) -> None:
     """A pool worker's engines, closed when the worker ends. A pool worker leaves through
     os._exit, which runs no atexit hook but does run multiprocessing's finalizers."""
     _WORKER.clear()  # a forked worker's copies of the parent's engines are the parent's to close
-    signal.signal(signal.SIGINT, _leave_quietly)
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:  # started with Ctrl-C ignored (nohup, &): kept so
+        signal.signal(signal.SIGINT, _leave_quietly)
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # blocked while it was born (_new_pool)
     _open_worker_engines(settings)

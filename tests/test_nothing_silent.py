@@ -228,7 +228,8 @@ def test_ctrl_c_exits_130_and_says_how_much_is_saved(tmp_path):
                "--engines", "ironcalc", "--workers", "2", "-o", tmp_path / "r.jsonl"]
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
     process = subprocess.Popen([str(c) for c in command], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               start_new_session=True, env=env)
+                               start_new_session=True, env=env,  # Ctrl-C as at a terminal, even where this
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # runs with it ignored
     assert process.stderr is not None
     while not (line := process.stderr.readline()).startswith("[2/"):  # two cases done (plain lines: no terminal)
         assert line, "the run ended before two cases were done"
