@@ -40,7 +40,7 @@ from regrade.runs.inventory import ConditionInventory, check_inventory
 from regrade.runs.load import load_run
 
 COLUMNS = ["stack", "benchmark", "condition", "baseline", "grading", "n", "pass_rate_baseline", "pass_rate_treatment",
-           "gains", "regressions", "retained", "residual", "net", "delta", "ci_lower", "ci_upper", "ci_method", "p_value",
+           "gains", "regressions", "retained", "residual", "net", "delta", "ci_lower", "ci_upper", "ci_method", "p_value", "test",
            "p_adjusted", "correction", "family_size", "regression_tax", "normalized_gain", "unpaired", "trials_baseline",
            "trials_treatment", "noise_discordance", "noise_gains", "noise_regressions"]
 
@@ -102,7 +102,7 @@ def diff(results: Results | str | Path, by: Literal["summary", "cells", "rules"]
 
 def paired_table(outcomes: pd.DataFrame | Results | str | Path, baseline: str = "none", ci: str = "newcombe",
                  alpha: float = 0.05, correction: str = "bonferroni", unit: str = "task",
-                 aggregate: str = "hard") -> pd.DataFrame:
+                 aggregate: str = "hard", test: str = "exact") -> pd.DataFrame:
     """One row per (stack, benchmark, condition != baseline, grading); see :mod:`regrade.paired.tables`.
 
     ``outcomes``: a DataFrame of outcomes (condition, task_id, passed [, stack, benchmark, case,
@@ -116,7 +116,7 @@ def paired_table(outcomes: pd.DataFrame | Results | str | Path, baseline: str = 
         records = [{k: _plain(v) for k, v in row.items()} for row in outcomes.to_dict(orient="records")]
     else:
         records = _records(outcomes)
-    comparisons = paired.paired_table(records, baseline, ci, alpha, correction, unit, aggregate)
+    comparisons = paired.paired_table(records, baseline, ci, alpha, correction, unit, aggregate, test)
     if not any("verdict" in r for r in records):
         comparisons = [c for c in comparisons if c.grading == "original"]
     return pd.DataFrame([c.as_row() for c in comparisons], columns=COLUMNS)

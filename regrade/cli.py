@@ -35,12 +35,13 @@ from regrade.paired.tables import (
 from regrade.audit.probes import MATRIX, OUTCOMES, load_matrix, record_matrix, run_pack
 from regrade.audit.probes import scores as probe_scores
 from regrade.render.progress import Progress
+from regrade.render.paper import PAPER_FORMATS, PAPER_HEADERS, paper_table
 from regrade.render.rows import FORMATS, TABLE_FORMATS, render
 from regrade.paired.sources import load_outcomes
 from regrade.results import (
     ResultsError, json_value, read_results, require_rescored, results_warnings, write_jsonl,
 )
-from regrade.paired.stats import CORRECTIONS, INTERVALS
+from regrade.paired.stats import CORRECTIONS, INTERVALS, TESTS
 from regrade.runner import (
     SHALLOW_ENGINES, RescoreSettings, ResultCache, default_cache_dir, rescore_to_file,
 )
@@ -358,7 +359,7 @@ def verdict_counts(records: list[dict]) -> list[dict]:
 TABLE_COLUMNS = ["stack", "benchmark", "condition", "grading", "n", "pass_rate_baseline", "pass_rate_treatment",
                  "gains", "regressions", "retained", "residual", "net", "delta", "ci_lower", "ci_upper", "p_value",
                  "p_adjusted"]
-FULL_TABLE_COLUMNS = [*TABLE_COLUMNS, "ci_method", "correction", "family_size", "regression_tax", "normalized_gain",
+FULL_TABLE_COLUMNS = [*TABLE_COLUMNS, "ci_method", "test", "correction", "family_size", "regression_tax", "normalized_gain",
                       "unpaired", "trials_baseline", "trials_treatment", "noise_discordance", "noise_gains",
                       "noise_regressions"]
 
@@ -378,9 +379,18 @@ FULL_TABLE_COLUMNS = [*TABLE_COLUMNS, "ci_method", "correction", "family_size", 
 @click.option("--aggregate", "scoring", type=click.Choice(AGGREGATES), default="hard", show_default=True,
               help="hard: a task passes when all its test cases pass; soft: a task scores the fraction that pass "
                    "(delta is then the mean change of score with a normal interval, p the exact sign test).")
-@click.option("--format", "fmt", type=click.Choice(TABLE_FORMATS), default="table", show_default=True)
+@click.option("--test", type=click.Choice(TESTS), default="exact", show_default=True,
+              help="McNemar test on the discordant tasks: exact (conservative when they are few) or mid-p "
+                   "(Fagerland, Lydersen and Laake 2013: the exact p less half the probability of what was seen).")
+@click.option("--format", "fmt", type=click.Choice(TABLE_FORMATS), default="table", show_default=True,
+              help="latex and markdown are typeset for a paper: readable headers, the interval as [lo, hi] and "
+                   "a caption or note naming the baseline, interval, test and correction.")
+@click.option("--percent", is_flag=True, help="latex and markdown: rates, delta and interval in percentage points "
+              "(default: fractions).")
+@click.option("--columns", "column_names", metavar="NAMES", help="Comma-separated fields to show, in this order "
+              "(any field of the JSON rows; latex and markdown also take 'interval' for both limits in one cell).")
 @library_errors
-def table_command(sources, scorer, baseline, ci, alpha, correction, unit, scoring, fmt):
+def table_command(sources, scorer, baseline, ci, alpha, correction, unit, scoring, test, fmt, percent, column_names):
     """Paired table before and after regrading, per (stack, benchmark, condition).
 
     Each SOURCE is a regrade results file; per-task outcomes from any grader (CSV or
@@ -407,8 +417,14 @@ def table_command(sources, scorer, baseline, ci, alpha, correction, unit, scorin
     Example:
       regrade table results.jsonl --baseline none --format markdown
       regrade table outcomes.csv --ci wald --correction holm --format latex
+      regrade table results.jsonl --test mid-p --format markdown --percent
+      regrade table results.jsonl --columns condition,grading,n,gains,regressions,delta
       regrade table none=logs/none.eval skills=logs/skills/
     """
+    paper = fmt in PAPER_FORMATS
+    if percent and not paper:
+        raise click.UsageError(f"--percent typesets latex and markdown; --format {fmt} keeps fractions")
+    columns = chosen_columns(column_names, paper) or (FULL_TABLE_COLUMNS if fmt in ("json", "csv") else TABLE_COLUMNS)
     loaded = load_outcomes(sources, scorer)
     meta, records = loaded.provenance, loaded.records
     for note in loaded.notes:
@@ -417,7 +433,7 @@ def table_command(sources, scorer, baseline, ci, alpha, correction, unit, scorin
     if regraded and len(sources) == 1:
         for warning in results_warnings(Path(sources[0]), meta):
             click.echo(warning, err=True)
-    comparisons = paired_table(records, baseline, ci, alpha, correction, unit, scoring)
+    comparisons = paired_table(records, baseline, ci, alpha, correction, unit, scoring, test)
     for (stack, benchmark, condition), alone in unpaired_units(records, baseline, unit).items():
         shown = first_few(alone, SHOWN_IDS)
         click.echo(f"warning: {stack} / {benchmark} / {condition}: {len(alone)} {unit}s are in only one of it and "
@@ -425,7 +441,9 @@ def table_command(sources, scorer, baseline, ci, alpha, correction, unit, scorin
     if not regraded:
         comparisons = [c for c in comparisons if c.grading == "original"]
     rows = [c.as_row() for c in comparisons]
-    columns = FULL_TABLE_COLUMNS if fmt in ("json", "csv") else TABLE_COLUMNS
+    if paper:
+        click.echo(paper_table(rows, fmt, alpha, percent, chosen_columns(column_names, paper), unit))
+        return
     if fmt == "json":
         changes = changed_transitions(records, baseline, unit, scoring) if regraded else []
         click.echo(render(columns, rows, fmt, {"provenance": meta, "baseline": baseline,
@@ -437,8 +455,9 @@ def table_command(sources, scorer, baseline, ci, alpha, correction, unit, scorin
         return
     click.echo("")
     if comparisons:
-        click.echo(f"p_adjusted: {correction} over a family of {comparisons[0].family_size} comparisons per grading; "
-                   f"interval: {comparisons[0].ci_method}, {100 * (1 - alpha):g}%")
+        click.echo(f"p_value: {test} {'sign' if scoring == 'soft' else 'McNemar'} test; p_adjusted: {correction} over "
+                   f"a family of {comparisons[0].family_size} comparisons per grading; interval: "
+                   f"{comparisons[0].ci_method}, {100 * (1 - alpha):g}%")
     for grading, total in aggregate(comparisons).items():
         if total["gains"] or total["regressions"] or grading == "original":
             offset = "-" if total["share_offset"] is None else f"{100 * total['share_offset']:.0f}%"
@@ -451,6 +470,19 @@ def table_command(sources, scorer, baseline, ci, alpha, correction, unit, scorin
         click.echo(f"{len(changes)} tasks changed transition when regraded" + (":" if changes else "."))
         for change in changes:
             click.echo(f"  {change['condition']} task {change['task_id']}: {change['original']} -> {change['regraded']}")
+
+
+def chosen_columns(names: str | None, paper: bool) -> list[str] | None:
+    """The fields named by --columns, checked: any field of a comparison row (and, typeset, 'interval')."""
+    if not names:
+        return None
+    chosen = [n.strip() for n in names.split(",") if n.strip()]
+    known = [*PAPER_HEADERS] if paper else [c for c in PAPER_HEADERS if c != "interval"]
+    unknown = [n for n in chosen if n not in known]
+    if unknown or not chosen:
+        raise click.UsageError(f"--columns: unknown field {', '.join(unknown) or '(none given)'}; choose from: "
+                               f"{', '.join(known)}")
+    return chosen
 
 
 @main.command("diff")

@@ -100,7 +100,8 @@ def test_table_before_and_after(manifest, tmp_path):
         "s      b          community  original  1               1.000                1.000      0            0         1         0    0   0.000    -0.793     0.793    1.000       1.000\n"
         "s      b          community  regraded  1               1.000                0.000      0            1         0         0   -1  -1.000    -1.000     0.122    1.000       1.000\n"
         "\n"
-        "p_adjusted: bonferroni over a family of 1 comparisons per grading; interval: newcombe, 95%\n"
+        "p_value: exact McNemar test; p_adjusted: bonferroni over a family of 1 comparisons per grading; "
+        "interval: newcombe, 95%\n"
         "original: 0 gains, 0 regressions, - of gains offset\n"
         "regraded: 0 gains, 1 regressions, - of gains offset\n"
         "regrading changed community: gains +0, regressions +1, retained -1, residual +0, net -1\n"
@@ -111,9 +112,15 @@ def test_table_before_and_after(manifest, tmp_path):
     assert csv_lines[0].startswith("stack,benchmark,condition,grading,n,pass_rate_baseline,pass_rate_treatment,gains,"
                                    "regressions,retained,residual,net,delta,ci_lower,ci_upper,p_value,p_adjusted,")
     assert csv_lines[2].startswith("s,b,community,regraded,1,1.0,0.0,0,1,0,0,-1,-1.0,")
-    assert invoke("table", out, "--format", "markdown").stdout.splitlines()[1].startswith("|---|")
-    assert invoke("table", out, "--format", "latex").stdout.splitlines()[:2] == [
-        "\\begin{tabular}{llllrrrrrrrrrrrrr}", "\\toprule"]
+    markdown = invoke("table", out, "--format", "markdown").stdout.splitlines()
+    assert markdown[0].startswith("| Condition | Grading | N |") and markdown[1].startswith("|---|---|---:|")
+    assert markdown[-1].startswith("*Note.* s / b, each condition against the baseline none.")
+    assert invoke("table", out, "--format", "latex").stdout.splitlines()[:4] == [
+        "\\begin{table}", "\\centering", "\\caption{s / b, each condition against the baseline none. Original: the "
+        "run's own grades; regraded: recomputed by full engines where they could decide. Rates, $\\Delta$ and interval "
+        "in fractions. $\\Delta$ is the change of pass rate, treatment minus baseline, over the N paired tasks, with its "
+        "95\\% Newcombe hybrid score interval (method 10); p: the two-sided exact McNemar test on the discordant tasks; "
+        "adjusted p: Bonferroni over a family of 1 comparisons per grading.}", "\\begin{tabular}{llrrrrrrrrrr}"]
     payload = json.loads(invoke("table", out, "--format", "json").stdout)
     assert payload["format_version"] == 1 and payload["provenance"]["record"] == "provenance"
     assert payload["rows"][1]["regressions"] == 1

@@ -1,10 +1,10 @@
-"""Statistics against independent references: statsmodels, scipy and the values in DESIGN §5."""
+"""Statistics against independent references: statsmodels, scipy and published values."""
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from regrade.paired.stats import adjust, mcnemar_exact, newcombe_interval, wald_interval
+from regrade.paired.stats import adjust, mcnemar, mcnemar_exact, mcnemar_mid_p, newcombe_interval, wald_interval
 
 statsmodels = pytest.importorskip("statsmodels.stats.contingency_tables")
 scipy_stats = pytest.importorskip("scipy.stats")
@@ -21,7 +21,27 @@ def test_mcnemar_matches_statsmodels_and_scipy(regressions, gains):
         assert mcnemar_exact(regressions, gains) == pytest.approx(binomial, rel=1e-12)
 
 
-# (retained, regressions, gains, residual) -> delta, 95% interval (DESIGN §5, an independent implementation)
+@given(st.integers(0, 80), st.integers(0, 80))
+def test_mid_p_matches_scipy_binomial(regressions, gains):
+    # mid-p = 2 (P[X <= k - 1] + P[X = k] / 2), X ~ Binomial(b + c, 1/2), k = min(b, c), capped at 1
+    n, k = regressions + gains, min(regressions, gains)
+    reference = 1.0 if n == 0 else min(1.0, 2 * (scipy_stats.binom.cdf(k - 1, n, 0.5) + scipy_stats.binom.pmf(k, n, 0.5) / 2))
+    assert mcnemar_mid_p(regressions, gains) == pytest.approx(reference, rel=1e-9, abs=1e-300)
+    assert mcnemar_mid_p(regressions, gains) <= mcnemar_exact(regressions, gains)
+    assert mcnemar(regressions, gains, "mid-p") == mcnemar_mid_p(regressions, gains)
+
+
+def test_mid_p_reproduces_fagerland_lydersen_laake_2013():
+    # Their worked example (Bentur et al. 2009, airway hyper-responsiveness before and after
+    # treatment): 1 and 7 discordant pairs; the paper gives exact p = 0.070 and mid-p = 0.039.
+    assert round(mcnemar_exact(1, 7), 3) == 0.070
+    assert round(mcnemar_mid_p(1, 7), 3) == 0.039
+    with pytest.raises(ValueError, match="unknown test"):
+        mcnemar(1, 7, "asymptotic")
+
+
+# (retained, regressions, gains, residual) -> delta, 95% interval; the first row is Newcombe's (1998) example (a),
+# the others were computed by an independent implementation of method 10
 NEWCOMBE = [
     ((36, 2, 12, 0), 0.2000, (0.0569, 0.3404)),
     ((66, 2, 10, 16), 0.0851, (0.0114, 0.1608)),

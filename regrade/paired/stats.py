@@ -6,6 +6,10 @@ A comparison of a treatment against a baseline over the same N tasks has four co
 
 - :func:`mcnemar_exact`: two-sided exact McNemar test, p = min(1, 2 P[X <= min(b, c)])
   for X ~ Binomial(b + c, 1/2); concordant tasks carry no information about direction.
+- :func:`mcnemar_mid_p`: the mid-p McNemar test, the exact p less the probability of the
+  observed count, 2 (P[X <= min(b, c) - 1] + P[X = min(b, c)] / 2). Fagerland, Lydersen and
+  Laake (BMC Medical Research Methodology 13:91, 2013) find it keeps the nominal level in
+  practice with more power than the exact test, which is conservative for small b + c.
 - :func:`newcombe_interval`: Newcombe's hybrid score interval for a difference of paired
   proportions (method 10, Statistics in Medicine 1998): Wilson limits of each margin
   combined with the phi correlation of the 2x2 table.
@@ -21,6 +25,7 @@ from statistics import NormalDist
 
 CORRECTIONS = ("bonferroni", "holm", "none")
 INTERVALS = ("newcombe", "wald")
+TESTS = ("exact", "mid-p")
 
 
 def mcnemar_exact(regressions: int, gains: int) -> float:
@@ -30,6 +35,25 @@ def mcnemar_exact(regressions: int, gains: int) -> float:
         return 1.0
     tail = sum(math.comb(n, i) for i in range(min(regressions, gains) + 1))
     return min(1.0, 2 * tail / 2**n)
+
+
+def mcnemar_mid_p(regressions: int, gains: int) -> float:
+    """Two-sided mid-p McNemar p-value from the discordant pairs (1 when there are none)."""
+    n = regressions + gains
+    if n == 0:
+        return 1.0
+    k = min(regressions, gains)
+    below = sum(math.comb(n, i) for i in range(k))
+    return min(1.0, (2 * below + math.comb(n, k)) / 2**n)
+
+
+def mcnemar(regressions: int, gains: int, test: str = "exact") -> float:
+    """The McNemar p-value by ``test``, one of :data:`TESTS`."""
+    if test == "exact":
+        return mcnemar_exact(regressions, gains)
+    if test == "mid-p":
+        return mcnemar_mid_p(regressions, gains)
+    raise ValueError(f"unknown test {test!r}; choose one of: {', '.join(TESTS)}")
 
 
 def _z(alpha: float) -> float:

@@ -22,8 +22,8 @@ gains and regressions that much noise alone would produce (half of n times that 
 each).
 
 Statistics per comparison (:mod:`regrade.paired.stats`): delta = net / n with a Newcombe
-(default) or Wald interval, the exact McNemar p-value, and the p-value adjusted over
-the family of comparisons of the same grading (Bonferroni by default, or Holm).
+(default) or Wald interval, the exact (default) or mid-p McNemar p-value, and the p-value
+adjusted over the family of comparisons of the same grading (Bonferroni by default, or Holm).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import re
 from collections import defaultdict
 from dataclasses import asdict, dataclass
 
-from regrade.paired.stats import CORRECTIONS, INTERVALS, adjust, mcnemar_exact, mean_interval, newcombe_interval, wald_interval
+from regrade.paired.stats import CORRECTIONS, INTERVALS, TESTS, adjust, mcnemar, mean_interval, newcombe_interval, wald_interval
 
 GRADINGS = ("original", "regraded")
 UNITS = ("task", "case")
@@ -66,6 +66,7 @@ class Comparison:
     ci_upper: float | None
     ci_method: str
     p_value: float
+    test: str
     p_adjusted: float
     correction: str
     family_size: int
@@ -165,12 +166,13 @@ def paired_table(
     correction: str = "bonferroni",
     unit: str = "task",
     aggregate: str = "hard",
+    test: str = "exact",
 ) -> list[Comparison]:
     """Every (stack, benchmark, condition != baseline) against the baseline, in both gradings.
 
     ``aggregate="soft"`` scores a task by the fraction of its test cases that pass: a gain
     (regression) is then a task whose score rose (fell), delta is the mean change of score
-    with a normal interval, and the p-value is the exact sign test on those counts.
+    with a normal interval, and the p-value is the sign test (exact or mid-p) on those counts.
     """
     if aggregate not in AGGREGATES:
         raise PairingError(f"unknown aggregate {aggregate!r}; choose one of {AGGREGATES}")
@@ -179,6 +181,8 @@ def paired_table(
         raise PairingError(f"unknown interval {ci!r}; choose one of {INTERVALS}")
     if correction not in CORRECTIONS:
         raise PairingError(f"unknown correction {correction!r}; choose one of {CORRECTIONS}")
+    if test not in TESTS:
+        raise PairingError(f"unknown test {test!r}; choose one of {TESTS}")
     if not 0 < alpha < 1:
         raise PairingError(f"alpha must lie between 0 and 1, not {alpha}")
     rows: list[Comparison] = []
@@ -190,11 +194,11 @@ def paired_table(
             raise PairingError(f"no baseline condition {baseline!r} in the outcomes (conditions: {', '.join(conditions)})")
         family = [_counts(bases[(s, b)], o) + ((s, b, c),) for (s, b, c), o in sorted(outcomes.items())
                   if c != baseline and (s, b) in bases]
-        p_values = [mcnemar_exact(f[1]["regressions"], f[1]["gains"]) for f in family]
+        p_values = [mcnemar(f[1]["regressions"], f[1]["gains"], test) for f in family]
         adjusted = adjust(p_values, correction)
         for (base, counts, (stack, benchmark, condition)), p, p_adj in zip(family, p_values, adjusted):
             rows.append(_comparison(stack, benchmark, condition, baseline, grading, base, counts, ci, alpha,
-                                    p, p_adj, correction, len(family)))
+                                    (p, test), p_adj, correction, len(family)))
     return rows
 
 
@@ -244,7 +248,7 @@ def _counts(base: Outcomes, treated: Outcomes) -> tuple[Outcomes, dict]:
 
 
 def _comparison(stack: str, benchmark: str, condition: str, baseline: str, grading: str, base: Outcomes,
-                counts: dict, ci: str, alpha: float, p: float, p_adjusted: float, correction: str,
+                counts: dict, ci: str, alpha: float, p: tuple[float, str], p_adjusted: float, correction: str,
                 family_size: int) -> Comparison:
     shared = counts["shared"]
     n = len(shared)
@@ -266,7 +270,7 @@ def _comparison(stack: str, benchmark: str, condition: str, baseline: str, gradi
         pass_rate_baseline=p0, pass_rate_treatment=p1,
         gains=gains, regressions=regressions, retained=retained, residual=residual, unpaired=counts["unpaired"],
         delta=delta, ci_lower=lower, ci_upper=upper, ci_method=ci,
-        p_value=p, p_adjusted=p_adjusted, correction=correction, family_size=family_size,
+        p_value=p[0], test=p[1], p_adjusted=p_adjusted, correction=correction, family_size=family_size,
         regression_tax=regressions / gains if gains else None,
         normalized_gain=(p1 - p0) / (1 - p0) if p0 < 1 else None,
         trials_baseline=len(base.by_trial), trials_treatment=len(counts["treated"].by_trial),

@@ -12,7 +12,7 @@ import json
 import re
 
 FORMATS = ("table", "json", "csv", "markdown")
-TABLE_FORMATS = (*FORMATS, "latex")  # the paired table is also typeset for papers
+TABLE_FORMATS = (*FORMATS, "latex")  # the paired table is also typeset for papers (regrade.render.paper)
 
 
 def _cell(value: object) -> str:
@@ -40,31 +40,22 @@ def render(columns: list[str], rows: list[dict], fmt: str, meta: dict | None = N
         lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
         lines += ["| " + " | ".join(t) + " |" for t in texts]
         return "\n".join(lines)
-    if fmt == "latex":
-        return _latex(columns, texts)
     if fmt == "table":
         widths = [max([len(c)] + [len(t[i]) for t in texts]) for i, c in enumerate(columns)]
         lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip()]
         lines.append("  ".join("-" * w for w in widths))
         lines += ["  ".join(v.rjust(w) if _numeric(v) else v.ljust(w) for v, w in zip(t, widths)).rstrip() for t in texts]
         return "\n".join(lines)
-    raise ValueError(f"unknown format {fmt!r}; choose one of: {', '.join(TABLE_FORMATS)}")
+    raise ValueError(f"unknown format {fmt!r}; choose one of: {', '.join(FORMATS)}")
 
 
 _LATEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
                   "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
 
 
-def _latex(columns: list[str], texts: list[list[str]]) -> str:
-    """A booktabs table (needs \\usepackage{booktabs}); numbers right-aligned."""
-    def escape(text: str) -> str:
-        return re.sub(r"[\\&%$#_{}~^]", lambda m: _LATEX_ESCAPES[m.group(0)], text)
-
-    align = "".join("r" if texts and all(_numeric(t[i]) or t[i] == "-" for t in texts) else "l" for i in range(len(columns)))
-    lines = [f"\\begin{{tabular}}{{{align}}}", "\\toprule", " & ".join(escape(c) for c in columns) + r" \\", "\\midrule"]
-    lines += [" & ".join(escape(v) for v in t) + r" \\" for t in texts]
-    lines += ["\\bottomrule", "\\end{tabular}"]
-    return "\n".join(lines)
+def latex_escape(text: str) -> str:
+    """``text`` with LaTeX's special characters escaped."""
+    return re.sub(r"[\\&%$#_{}~^]", lambda m: _LATEX_ESCAPES[m.group(0)], text)
 
 
 def _numeric(text: str) -> bool:
