@@ -5,6 +5,7 @@
                               output="results.jsonl")
     regrade.diff(results)                        # shallow against full grading, per condition
     regrade.paired_table(results, baseline="none")
+    regrade.report(results, "report.html")       # one self-contained HTML page to share
     regrade.audit_benchmark("data")              # the benchmark's own data and grader
     regrade.audit_grader("gnumeric-recalc")      # a grader against the sealed control pack
 
@@ -34,6 +35,8 @@ from regrade.grading.summary import RunSummary, summarise
 from regrade.paired import diff as _diff
 from regrade.paired import tables as paired
 from regrade.records import Results
+from regrade.report.content import Report, build_report
+from regrade.report.page import write_page
 from regrade.results import read_outcomes
 from regrade.runner import RescoreSettings, ResultCache, default_cache_dir, rescore_run, rescore_to_file
 from regrade.runs.inventory import ConditionInventory, check_inventory
@@ -120,6 +123,19 @@ def paired_table(outcomes: pd.DataFrame | Results | str | Path, baseline: str = 
     if not any("verdict" in r for r in records):
         comparisons = [c for c in comparisons if c.grading == "original"]
     return pd.DataFrame([c.as_row() for c in comparisons], columns=COLUMNS)
+
+
+def report(results: Results | str | Path | Sequence[str | Path], output: str | Path, baseline: str = "none",
+           ci: str = "newcombe", alpha: float = 0.05, correction: str = "bonferroni", test: str = "exact",
+           title: str = "regrade report") -> Report:
+    """Write the HTML report of one or several results files to ``output``, as ``regrade report``;
+    returns what it shows (:class:`regrade.report.content.Report`: its records, comparisons, not judged)."""
+    if isinstance(results, Results):
+        raise TypeError("report() reads results files: pass the path of each (the page cites them by path)")
+    paths = [Path(results)] if isinstance(results, (str, Path)) else [Path(p) for p in results]
+    built = build_report(paths, baseline, ci, alpha, correction, test)
+    write_page(built, Path(output), title)
+    return built
 
 
 def audit_benchmark(folder: str | Path, grader: str = "spreadsheetbench-official", recalc: str | None = None,

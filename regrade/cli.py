@@ -42,6 +42,8 @@ from regrade.results import (
     ResultsError, json_value, read_results, require_rescored, results_warnings, write_jsonl,
 )
 from regrade.paired.stats import CORRECTIONS, INTERVALS, TESTS
+from regrade.report.content import build_report
+from regrade.report.page import write_page
 from regrade.runner import (
     SHALLOW_ENGINES, RescoreSettings, ResultCache, default_cache_dir, rescore_to_file,
 )
@@ -528,6 +530,48 @@ def diff_command(results, show_cells, by_rule, fmt):
         for row in rows:
             label = "overall" if row["condition"] == diff.ALL else f"{row['stack']} / {row['benchmark']} / {row['condition']}"
             click.echo(f"{label}: {diff.sentence(row)}")
+
+
+@main.command("report")
+@click.argument("results", nargs=-1, required=True, type=click.Path(path_type=Path, dir_okay=False), metavar="RESULTS...")
+@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), required=True,
+              help="The HTML file to write (replaced only when complete).")
+@click.option("--baseline", default="none", show_default=True, help="The condition every other condition is paired against.")
+@click.option("--ci", type=click.Choice(INTERVALS), default="newcombe", show_default=True, help="Interval for delta (as `regrade table`).")
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05, show_default=True)
+@click.option("--correction", type=click.Choice(CORRECTIONS), default="bonferroni", show_default=True,
+              help="Adjustment of p-values over the family of comparisons of each grading.")
+@click.option("--test", type=click.Choice(TESTS), default="exact", show_default=True, help="McNemar test (as `regrade table`).")
+@click.option("--title", default="regrade report", show_default=True, help="The page's title.")
+@library_errors
+def report_command(results, output, baseline, ci, alpha, correction, test, title):
+    """One self-contained HTML page from rescore results files, to open offline or share.
+
+    The page holds the provenance of each results file (regrade and engine versions,
+    settings, the sha256 of every input), verdict counts per condition, what could not be
+    judged and why, the paired table with the original and regraded grades side by side
+    and a forest plot of each comparison's delta and interval, the tasks whose transition
+    changed, and every case with a drill-down to its differing cells: formula, golden
+    value, cached value, each engine's value and the reason with its meaning. Its tables
+    sort and filter (by condition, verdict, reason) with JavaScript on, and read as plain
+    tables with it off. Nothing is fetched: styles, script and chart are inline.
+    Several RESULTS files are taken together (a case may be in only one of them).
+
+    \b
+    Example:
+      regrade report results.jsonl -o report.html
+      regrade report none.jsonl skills.jsonl --baseline none --test mid-p -o report.html
+    """
+    report = build_report(list(results), baseline, ci, alpha, correction, test)
+    for warning in report.warnings:
+        click.echo(warning, err=True)
+    size = write_page(report, output, title)
+    judged_not = sum(count for _, count in report.not_judged())
+    if judged_not:
+        reasons = ", ".join(f"{count} {reason}" for reason, count in report.not_judged())
+        click.echo(f"{judged_not} of {len(report.records)} cases were not judged: {reasons}.", err=True)
+    click.echo(f"wrote {output} ({size / 1024:.0f} KB: {len(report.records)} cases, "
+               f"{len(report.comparisons)} comparisons)", err=True)
 
 
 @main.command("demo")

@@ -7,13 +7,14 @@ where a complete one was.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import datetime as dt
 import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Iterable
+from typing import IO, Iterable, Iterator
 
 from regrade.values import CannotEvaluate, CellResult, ExcelError
 from regrade.grading.rescore import CaseResult
@@ -84,24 +85,31 @@ def grading_fields(result: CaseResult) -> dict:
 
 def write_jsonl(path: Path, records: Iterable[dict]) -> int:
     """Write records atomically; returns how many were written."""
+    count = 0
+    with atomic_file(path) as handle:
+        for record in records:
+            handle.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+            count += 1
+    return count
+
+
+@contextlib.contextmanager
+def atomic_file(path: Path) -> Iterator[IO[str]]:
+    """A text file that appears at ``path`` complete, or not at all (a hidden ``.partial`` beside it meanwhile)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle = tempfile.NamedTemporaryFile(
         "w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.", suffix=".partial", delete=False
     )
-    count = 0
     try:
         os.chmod(handle.name, 0o666 & ~_umask())  # a temporary file is private; the result is not
         with handle:
-            for record in records:
-                handle.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
-                count += 1
+            yield handle
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(handle.name, path)
     except BaseException:
         Path(handle.name).unlink(missing_ok=True)
         raise
-    return count
 
 
 def _umask() -> int:

@@ -1,0 +1,132 @@
+"""What a report says, as data: built from results files, rendered by :mod:`regrade.report.page`.
+
+A :class:`Report` holds everything the page shows and nothing about how: the provenance of
+each results file, verdict counts per condition, what could not be judged, the paired
+comparisons in both gradings, the tasks whose transition changed, and every case with its
+differing cells (each reason id with its meaning, :mod:`regrade.grading.reasons`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from regrade.grading.reasons import meaning
+from regrade.grading.summary import summarise
+from regrade.grading.verdicts import VERDICTS
+from regrade.paired.tables import changed_transitions, paired_table
+from regrade.results import ResultsError, read_results, require_rescored, results_warnings
+
+NOT_JUDGED = ("engines-disagree", "unevaluable", "invalid-golden")
+
+
+@dataclass(frozen=True)
+class Source:
+    """One results file and what made it."""
+
+    path: str
+    provenance: dict
+    cases: int
+    inputs_digest: str  # sha256 over the sorted (path, sha256) pairs of its inputs
+
+    @property
+    def engines(self) -> dict[str, str]:
+        return dict(self.provenance.get("engines") or {})
+
+
+@dataclass
+class Report:
+    sources: list[Source]
+    baseline: str
+    alpha: float
+    records: list[dict]
+    comparisons: list[dict]  # Comparison.as_row(), original then regraded
+    changed: list[dict]  # changed_transitions()
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def varying(self) -> list[str]:
+        """Of stack and benchmark, those with more than one value: the others are named once, not per row."""
+        return [k for k in ("stack", "benchmark") if len({r[k] for r in self.records}) > 1]
+
+    @property
+    def scope(self) -> str:
+        """The stack and benchmark every row shares, as "stack / benchmark" (empty when they vary)."""
+        shared = [k for k in ("stack", "benchmark") if k not in self.varying]
+        return " / ".join(str(self.records[0][k]) for k in shared) if self.records else ""
+
+    @property
+    def conditions(self) -> list[str]:
+        return sorted({r["condition"] for r in self.records})
+
+    def verdict_counts(self) -> list[dict]:
+        """Per (stack, benchmark, condition): cases and the count of each verdict."""
+        groups: dict[tuple[str, str, str], Counter] = {}
+        for record in self.records:
+            key = (record["stack"], record["benchmark"], record["condition"])
+            groups.setdefault(key, Counter())[record["verdict"]] += 1
+        return [{"stack": s, "benchmark": b, "condition": c, "cases": sum(counts.values()),
+                 **{v: counts.get(v, 0) for v in VERDICTS}} for (s, b, c), counts in sorted(groups.items())]
+
+    def not_judged(self) -> list[tuple[str, int]]:
+        """What could not be judged, by reason (missing outputs, invalid goldens, unevaluable by reason)."""
+        counts = summarise(self.records).not_judged
+        return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+
+    def not_judged_cases(self) -> list[dict]:
+        return [r for r in self.records if r["verdict"] in NOT_JUDGED or "missing-output" in (r.get("reasons") or [])]
+
+
+def case_anchor(record: dict) -> str:
+    """The page anchor of a case's drill-down."""
+    parts = [record["stack"], record["benchmark"], record["condition"], record["task_id"], str(record["case"]),
+             str(record.get("trial") or 1)]
+    return "case-" + hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:12]
+
+
+def reason_meanings(records: list[dict]) -> dict[str, str]:
+    """Each verdict and reason id found in the records, with its meaning."""
+    ids = set()
+    for record in records:
+        ids.add(record["verdict"])
+        ids.update(record.get("reasons") or [])
+        for cell in record.get("cells") or []:
+            if cell.get("reason"):
+                ids.add(cell["reason"])
+            for value in (cell.get("engines") or {}).values():
+                if isinstance(value, dict) and "cannot_evaluate" in value:
+                    ids.add(value.get("rule") or value["cannot_evaluate"])
+    return {i: meaning(i) for i in sorted(ids)}
+
+
+def build_report(paths: list[Path], baseline: str = "none", ci: str = "newcombe", alpha: float = 0.05,
+                 correction: str = "bonferroni", test: str = "exact") -> Report:
+    """The report of one or several rescore results files (their cases taken together)."""
+    if not paths:
+        raise ResultsError("name at least one results file")
+    sources, records, warnings = [], [], []
+    seen: dict[tuple, Path] = {}
+    for path in paths:
+        provenance, found = read_results(path)
+        require_rescored(path, found)
+        warnings += results_warnings(path, provenance)
+        for record in found:
+            key = (record["stack"], record["benchmark"], record["condition"], record["task_id"], record["case"],
+                   record.get("trial") or 1)
+            if key in seen:
+                raise ResultsError(f"case {record['task_id']}/{record['case']} (trial {key[-1]}) of condition "
+                                   f"{record['condition']} is in two results files ({seen[key]} and {path}): "
+                                   "name each results file once")
+            seen[key] = path
+        sources.append(Source(str(path), provenance or {}, len(found), _inputs_digest(provenance or {})))
+        records += found
+    comparisons = [c.as_row() for c in paired_table(records, baseline, ci, alpha, correction, test=test)]
+    return Report(sources, baseline, alpha, records, comparisons, changed_transitions(records, baseline), warnings)
+
+
+def _inputs_digest(provenance: dict) -> str:
+    inputs = provenance.get("inputs") or {}
+    text = "\n".join(f"{path}\t{digest}" for path, digest in sorted(inputs.items()))
+    return hashlib.sha256(text.encode()).hexdigest()
