@@ -154,6 +154,7 @@ def main(debug: bool, quiet: bool) -> None:
     Then:        regrade rescore --dataset DATA --condition none=OUT_NONE \\
                      --condition skills=OUT_SKILLS -o results.jsonl
                  regrade table results.jsonl
+                 regrade report results.jsonl -o report.html
     """
 
 

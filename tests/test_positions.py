@@ -1,4 +1,4 @@
-"""One test per answer_position shape found in SpreadsheetBench (DESIGN §4 and the split)."""
+"""One test per answer_position shape found in SpreadsheetBench (docs/runs.md and the split)."""
 
 import pytest
 

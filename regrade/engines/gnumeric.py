@@ -14,7 +14,7 @@ references, and another cell whose value depends on such a SUBTOTAL abstains. St
 for a grader's recalculation (``EngineSettings(as_grader=True)``: ``--shallow gnumeric``, the
 ``gnumeric-recalc`` grader), gnumeric keeps its own SUBTOTALs, as that grader sees them.
 ``INDEX`` over a one-row range gives ``#REF!`` in gnumeric where Excel gives a value
-(DESIGN §3): a known infidelity, left for the consensus to outvote.
+(docs/engines.md): a known infidelity, left for the consensus to outvote.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ class PycelEngine(PythonPackageEngine):
     package = "pycel"
     name = "pycel"
     full = True
-    # 59.5% of Excel's cells in SpreadsheetBench answers (DESIGN §3): opt-in with --engines
+    # 59.5% of Excel's cells in SpreadsheetBench answers (measured at design time, docs/engines.md): opt-in with --engines
     in_default_consensus = False
 
     def compute(self, analysis: WorkbookAnalysis, cells: Sequence[CellRef]) -> WorkbookValues:

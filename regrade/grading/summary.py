@@ -41,6 +41,7 @@ class RunSummary:
         if results is not None:
             lines.append(f"Next: regrade table {results}   (paired before/after tables)")
             lines.append(f"      regrade diff {results} --cells   (every cell the two gradings disagree on, and why)")
+            lines.append(f"      regrade report {results} -o report.html   (one HTML page to share)")
         return lines
 
 

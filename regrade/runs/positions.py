@@ -1,6 +1,6 @@
 """Reading ``answer_position``: the cells a benchmark grades.
 
-SpreadsheetBench positions are written by hand and come in many shapes (DESIGN §4):
+SpreadsheetBench positions are written by hand and come in many shapes (docs/runs.md):
 ``A3:D32``, ``'Sheet1'!H3:H5``, several ranges joined by commas (commas may sit
 inside quoted sheet names), a missing or misplaced quote (``Sheet3'!A:G``,
 ``'CS!'B1:B8``, ``'99250!A1:F9'``), whole columns (``A:G``), ``BD2:308`` (meaning
