@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -23,10 +24,12 @@ from regrade import demo as demo_run
 from regrade.paired import diff
 from regrade.grading.policies import POLICIES, get_policy
 from regrade.audit.benchmark import RECALC_ENGINES, SEVERITIES, audit_benchmark
-from regrade.audit.grader import audit_grader, audit_table
+from regrade.audit.generated import CATEGORIES as CONTROL_CATEGORIES
+from regrade.audit.generated import generate_pack
+from regrade.audit.grader import AUDIT_COLUMNS, audit_grader, audit_table
 from regrade.audit.conformance import benchmark_files, conformance, folder_files, percentile
 from regrade.audit.controls import PACK as CONTROL_PACK
-from regrade.audit.controls import load_pack
+from regrade.audit.controls import ControlPack, load_pack
 from regrade.grading.graders import GRADERS, GraderError, make_grader
 from regrade.grading.grade import grade_case
 from regrade.paired.tables import (
@@ -841,22 +844,41 @@ def audit_benchmark_command(ctx, folder, grader, recalc, fail_on, workers, limit
               "function(output, answer, position) -> bool, or a score with --threshold.")
 @click.option("--threshold", type=float, help="The score a --command or --callable grader needs to pass.")
 @click.option("--name", "label", help="What reports call a --command or --callable grader (default: command, callable).")
-@click.option("--pack", "pack_dir", type=click.Path(path_type=Path, file_okay=False), default=CONTROL_PACK,
-              show_default=True, help="The sealed control pack.")
+@click.option("--pack", "pack_dir", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help=f"A sealed control pack: the hand-made one ({CONTROL_PACK}, the default) or one generated with "
+                   "--controls-from --pack-out.")
 @click.option("--expect-digest", metavar="DIGEST", help="Refuse to run unless the pack's digest is this one.")
+@click.option("--controls-from", "controls_from", type=click.Path(path_type=Path, file_okay=False),
+              help="Generate the controls from this SpreadsheetBench-layout dataset's own tasks (see below) "
+                   "instead of using a pack.")
+@click.option("--tasks", type=click.IntRange(min=1), help="With --controls-from: only N tasks, drawn at random with --seed.")
+@click.option("--seed", type=int, default=0, show_default=True, help="With --tasks: the seed of the draw.")
+@click.option("--pack-out", type=click.Path(path_type=Path, file_okay=False),
+              help="With --controls-from: keep the sealed pack in this new folder (default: a temporary one, removed).")
+@click.option("--workers", type=click.IntRange(min=1), default=None, help="Processes that grade controls (default: the CPU count).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @library_errors
-def audit_grader_command(names, command, callable_target, threshold, label, pack_dir, expect_digest, fmt):
-    """Run graders over the sealed control pack and count what each gets wrong.
+def audit_grader_command(names, command, callable_target, threshold, label, pack_dir, expect_digest, controls_from,
+                         tasks, seed, pack_out, workers, fmt):
+    """Run graders over a sealed control pack and count what each gets wrong.
 
-    Positive controls are correct outputs written many ways (no cached values, AGGREGATE,
-    structured references, XLOOKUP, spilled arrays, numbers as text, dates, booleans,
-    trailing spaces, formatting); negative controls are wrong ones (wrong values, empty
-    output, the unmodified input, a stale cache, the right value in the wrong cell or
-    sheet, a missing answer sheet, an uncomputed formula where the answer is empty).
-    Per category: false fails (correct outputs failed) and false passes (wrong outputs
-    passed), the failing controls named. Every report carries the pack digest, the
-    grader's settings and regrade's version.
+    Positive controls are correct outputs, negative ones wrong outputs. Per category:
+    false fails (correct outputs failed) and false passes (wrong outputs passed), the rate
+    with its Wilson 95% interval, the failing controls and the tasks they come from. Every
+    report carries the pack digest, the grader's settings and regrade's version.
+
+    The hand-made pack (fixtures/controls) writes correct outputs many ways (no cached
+    values, AGGREGATE, structured references, XLOOKUP, spilled arrays, numbers as text,
+    dates ...) and wrong ones (a stale cache, the unmodified input, the right value in the
+    wrong cell ...). --controls-from DATASET instead generates controls from the
+    benchmark's own golden files, whose truth is known by construction: positive (the
+    golden; its answer formulas without cached values; the answer range as constants; its
+    references made absolute) and negative (a formula changed with its stale cache kept,
+    or with no cache; a perturbed constant; the unmodified input; the values one row off;
+    the answer range emptied). A control whose answer range holds formulas is kept only if
+    regrade's engines decide it; what was left out, and test cases that yield no control,
+    are listed as not_checked. The generated pack is sealed like the hand-made one:
+    --pack-out keeps it, and --pack DIR --expect-digest D runs it again.
 
     NAMES are built-in graders: spreadsheetbench-official, spreadsheetbench,
     gnumeric-recalc, libreoffice-recalc, regrade (several make one table). Or give
@@ -866,9 +888,9 @@ def audit_grader_command(names, command, callable_target, threshold, label, pack
     Examples:
       regrade audit grader spreadsheetbench-official gnumeric-recalc regrade
       regrade audit grader --command 'python my_grader.py {output} {answer} {position}'
-      regrade audit grader --callable my_grader:grade --threshold 1 --format json
+      regrade audit grader spreadsheetbench-official regrade --controls-from DATA --pack-out pack/
+      regrade audit grader my-grader --pack pack/ --expect-digest 3f2a...
     """
-    pack = load_pack(pack_dir, expect_digest)
     if label and not (command or callable_target):
         raise GraderError("--name labels a --command or --callable grader; a built-in grader has its own name")
     graders = [make_grader(None, command, callable_target, threshold, label)] if command or callable_target else []
@@ -877,7 +899,18 @@ def audit_grader_command(names, command, callable_target, threshold, label, pack
     graders += [make_grader(name) for name in names]
     if not graders:
         raise GraderError(f"name a grader: one of {', '.join(GRADERS)}, or --command, or --callable")
-    reports = [audit_grader(grader, pack).as_json() for grader in graders]
+    if controls_from is None and (tasks is not None or pack_out is not None):
+        raise click.UsageError("--tasks and --pack-out go with --controls-from")
+    if controls_from is not None and (pack_dir is not None or expect_digest is not None):
+        raise click.UsageError("--controls-from generates a pack; --pack and --expect-digest run an existing one")
+    workers = workers or os.cpu_count() or 1
+    with contextlib.ExitStack() as stack:
+        if controls_from is not None:
+            folder = pack_out or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="regrade-controls-")))
+            pack = generated_pack(controls_from, folder, tasks, seed, workers)
+        else:
+            pack = load_pack(pack_dir or CONTROL_PACK, expect_digest)
+        reports = [audit_grader(grader, pack, workers).as_json() for grader in graders]
     _show_grader_audits(reports, fmt)
     errored = [r for r in reports if r["errors"]]
     for report in errored:
@@ -886,6 +919,24 @@ def audit_grader_command(names, command, callable_target, threshold, label, pack
                    f"nor fail (first, {control}: {why})", err=True)
     if errored:
         raise click.exceptions.Exit(1)
+
+
+def generated_pack(dataset: Path, folder: Path, tasks: int | None, seed: int, workers: int) -> ControlPack:
+    """Generate and seal a pack from ``dataset`` in ``folder``, saying on stderr what it holds and left out."""
+    engines = default_full_engines()
+    settings = RescoreSettings(policy="spreadsheetbench", shallow="cached", engines=tuple(engines),
+                               timeout_s=DEFAULT_TIMEOUT_S, quorum=default_quorum(len(engines)))
+    started = time.monotonic()
+    made = generate_pack(dataset, folder, settings, tasks, seed, workers, ResultCache(default_cache_dir()))
+    by_kind = Counter(CONTROL_CATEGORIES[c.category][0] for c in made.kept)
+    reasons = Counter(n.reason.split(" (")[0] for n in made.not_checked)
+    click.echo(f"generated {len(made.kept)} controls ({by_kind['positive']} positive, {by_kind['negative']} negative) "
+               f"from {dataset} in {time.monotonic() - started:.0f} s; pack digest {made.digest}", err=True)
+    if made.not_checked:
+        shown = "; ".join(f"{count} {reason}" for reason, count in reasons.most_common())
+        click.echo(f"not checked ({len(made.not_checked)}): {shown}", err=True)
+    click.echo(f"run it again: regrade audit grader NAMES --pack {folder} --expect-digest {made.digest}", err=True)
+    return load_pack(folder, made.digest)
 
 
 @audit_group.command("table")
@@ -916,14 +967,29 @@ def _show_grader_audits(reports: list[dict], fmt: str) -> None:
         payload = reports[0] if len(reports) == 1 else {"reports": reports, "warnings": warnings}
         click.echo(json.dumps({"format_version": 1, **payload}, indent=2, ensure_ascii=False))
         return
-    click.echo(render(["grader", "pack", "kind", "category", "probes", "false_fail", "false_pass", "errored", "failing"],
-                      rows, fmt))
+    if fmt == "table":  # the controls named in full in json and csv
+        rows = [{**row, "failing": first_few(row["failing"].split(), 3)} for row in rows]
+    click.echo(render([*AUDIT_COLUMNS, "tasks"] if fmt != "table" else AUDIT_COLUMNS, rows, fmt))
     if fmt == "table":
         for report in reports:
             wrong = sum(c["false_fail"] + c["false_pass"] for c in report["categories"])
             judged = sum(c["probes"] - c.get("errored", 0) for c in report["categories"])
-            click.echo(f"{report['grader']}: {wrong} of {judged} controls judged wrongly "
-                       f"(pack {report['pack_digest'][:12]}, regrade {report['regrade_version']})")
+            overall = report.get("overall") or {}
+            rates = "; ".join(f"{kind} {_rate(overall[kind])}" for kind in ("positive", "negative") if kind in overall)
+            click.echo(f"{report['grader']}: {wrong} of {judged} controls judged wrongly ({rates}; "
+                       f"pack {report['pack_digest'][:12]}, regrade {report['regrade_version']})")
+        not_checked = reports[0].get("not_checked") or []
+        if not_checked:
+            click.echo(f"{len(not_checked)} test cases or controls were not checked (--format json lists each "
+                       "with its reason)")
+
+
+def _rate(row: dict) -> str:
+    rate = row.get("false_fail_rate") if row.get("false_fail_rate") is not None else row.get("false_pass_rate")
+    interval = row.get("false_fail_interval") or row.get("false_pass_interval")
+    if rate is None or interval is None:
+        return "-"
+    return f"{100 * rate:.1f}% [{100 * interval[0]:.1f}, {100 * interval[1]:.1f}]"
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,20 +1,30 @@
-"""``regrade audit grader``: run a grader over the sealed control pack and count its mistakes.
+"""``regrade audit grader``: run a grader over a sealed control pack and count its mistakes.
 
 A positive control the grader fails is a *false fail*; a negative control it passes is a
-*false pass*. Counts are per control category, with the failing controls named. Every
-report carries the pack digest, the grader's identity and settings and regrade's version;
-:func:`audit_table` puts several reports side by side and says so when they were made with
-different packs or regrade versions (their numbers do not compare).
+*false pass*. Counts are per control category, with the failing controls and the tasks they
+come from named, and each rate with its Wilson 95% interval (over the controls the grader
+judged: one it could not judge, ``errored``, is neither). Every report carries the pack
+digest, the grader's identity and settings and regrade's version, and for a pack generated
+from a benchmark (:mod:`regrade.audit.generated`) the test cases and controls that could
+not be checked (``not_checked``); :func:`audit_table` puts several reports side by side and
+says so when they were made with different packs or regrade versions.
+
+Graders run over the controls in a pool of ``workers`` processes; regrade's own grader runs
+as a rescore (its results cache and per-case limits), so auditing it on a pack it generated
+costs nothing more.
 """
 
 from __future__ import annotations
 
 import json
+import multiprocessing
 from collections import defaultdict
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 
-from regrade.audit.controls import ControlPack
-from regrade.grading.graders import Grader, GraderFailure
+from regrade.audit.controls import Control, ControlPack
+from regrade.grading.graders import Grader, GraderFailure, RegradeGrader
+from regrade.paired.stats import wilson
 from regrade.provenance import regrade_version
 
 
@@ -27,10 +37,25 @@ class CategoryAudit:
     false_pass: int = 0
     errored: int = 0  # controls the grader could not judge (GraderAudit.errors says why): neither pass nor fail
     failing: list[str] = field(default_factory=list)
+    tasks: list[str] = field(default_factory=list)  # the benchmark tasks the failing controls come from
 
     @property
     def wrong(self) -> int:
         return self.false_fail + self.false_pass
+
+    @property
+    def judged(self) -> int:
+        return self.probes - self.errored
+
+    def rates(self) -> dict:
+        """The category's error rate (false fails of a positive, false passes of a negative) with its interval."""
+        judged = self.judged
+        lower, upper = rate_interval(self.wrong, judged)
+        rate = self.wrong / judged if judged else None
+        positive = self.kind == "positive"
+        return {"false_fail_rate": rate if positive else None, "false_pass_rate": None if positive else rate,
+                "false_fail_interval": [lower, upper] if positive else None,
+                "false_pass_interval": None if positive else [lower, upper]}
 
 
 @dataclass
@@ -41,36 +66,88 @@ class GraderAudit:
     regrade_version: str
     categories: list[CategoryAudit]
     errors: dict[str, str] = field(default_factory=dict)  # control id -> what went wrong running the grader
+    not_checked: list[dict] = field(default_factory=list)  # {task, case, reason, category}: what the pack left out
+
+    def overall(self) -> dict:
+        """Per kind: controls, wrong, the rate and its Wilson interval."""
+        totals = {}
+        for kind in ("positive", "negative"):
+            rows = [c for c in self.categories if c.kind == kind]
+            total = CategoryAudit("all", kind, sum(c.probes for c in rows), sum(c.false_fail for c in rows),
+                                  sum(c.false_pass for c in rows), sum(c.errored for c in rows))
+            totals[kind] = {"controls": total.probes, "judged": total.judged, "wrong": total.wrong, **total.rates()}
+        return totals
 
     def as_json(self) -> dict:
         data = asdict(self)
         for row, category in zip(data["categories"], self.categories):
-            row["false_fail_rate"] = category.false_fail / category.probes if category.kind == "positive" else None
-            row["false_pass_rate"] = category.false_pass / category.probes if category.kind == "negative" else None
+            row["controls"] = category.probes
+            row.update(category.rates())
+        data["overall"] = self.overall()
         return data
 
 
-def audit_grader(grader: Grader, pack: ControlPack) -> GraderAudit:
-    """Run ``grader`` on every control of ``pack``."""
+def rate_interval(wrong: int, judged: int) -> tuple[float | None, float | None]:
+    """The Wilson 95% interval of wrong / judged, inside [0, 1] (None, None when nothing was judged)."""
+    if not judged:
+        return None, None
+    lower, upper = wilson(wrong, judged)
+    return max(0.0, lower), min(1.0, upper)
+
+
+def audit_grader(grader: Grader, pack: ControlPack, workers: int = 1) -> GraderAudit:
+    """Run ``grader`` on every control of ``pack`` (in ``workers`` processes)."""
     by_category: dict[tuple[str, str], CategoryAudit] = {}
     errors: dict[str, str] = {}
-    for control in pack.controls:
+    for control, verdict in zip(pack.controls, grade_controls(grader, pack.controls, workers)):
         row = by_category.setdefault((control.kind, control.category), CategoryAudit(control.category, control.kind))
         row.probes += 1
-        try:
-            passed = grader.passes(control.output, control.answer, control.answer_position)
-        except Exception as exc:  # the grader could not judge this control: an error of it, not a fail
-            errors[control.id] = str(exc) if isinstance(exc, GraderFailure) else f"{type(exc).__name__}: {exc}"
+        if isinstance(verdict, str):  # the grader could not judge this control: an error of it, not a fail
+            errors[control.id] = verdict
             row.errored += 1
             continue
-        if control.kind == "positive" and not passed:
-            row.false_fail += 1
+        if (control.kind == "positive") != verdict:
+            row.false_fail += control.kind == "positive"
+            row.false_pass += control.kind == "negative"
             row.failing.append(control.id)
-        elif control.kind == "negative" and passed:
-            row.false_pass += 1
-            row.failing.append(control.id)
+            if control.task_id is not None and control.task_id not in row.tasks:
+                row.tasks.append(control.task_id)
     ordered = sorted(by_category.values(), key=lambda c: (c.kind != "positive", c.category))
-    return GraderAudit(grader.name, grader.settings(), pack.digest, regrade_version(), ordered, errors)
+    from regrade.audit.generated import not_checked_of
+
+    return GraderAudit(grader.name, grader.settings(), pack.digest, regrade_version(), ordered, errors,
+                       not_checked_of(pack.folder))
+
+
+def grade_controls(grader: Grader, controls: list[Control], workers: int = 1) -> list[bool | str]:
+    """Each control's pass (True) or fail (False), or what went wrong running the grader (a text)."""
+    if isinstance(grader, RegradeGrader):
+        return _regrade_verdicts(grader, controls, workers)
+    if workers <= 1 or len(controls) < 2 * workers:
+        return [_verdict(grader, control) for control in controls]
+    context = multiprocessing.get_context("spawn")  # a fresh interpreter: no engine or lock inherited
+    with ProcessPoolExecutor(workers, mp_context=context) as pool:
+        return list(pool.map(_verdict, [grader] * len(controls), controls, chunksize=8))
+
+
+def _verdict(grader: Grader, control: Control) -> bool | str:
+    try:
+        return bool(grader.passes(control.output, control.answer, control.answer_position, control.answer_sheet))
+    except Exception as exc:
+        return str(exc) if isinstance(exc, GraderFailure) else f"{type(exc).__name__}: {exc}"
+
+
+def _regrade_verdicts(grader: RegradeGrader, controls: list[Control], workers: int) -> list[bool | str]:
+    """regrade's grader over the controls as one rescore run: its pool, limits and results cache."""
+    from regrade.runner import RescoreSettings, ResultCache, default_cache_dir, rescore_run
+    from regrade.runs.cases import Case
+
+    settings = RescoreSettings(policy=grader.policy, shallow="cached", engines=tuple(grader.engine_names()),
+                               timeout_s=grader.timeout_s, quorum=grader.settings()["quorum"])
+    cases = [Case(condition=c.category, task_id=c.task_id or c.id, case=1, output_path=c.output, answer_path=c.answer,
+                  answer_position=c.answer_position, answer_sheet=c.answer_sheet) for c in controls]
+    records = rescore_run(cases, settings, workers, ResultCache(default_cache_dir()))
+    return [r["full_pass"] is True for r in records]
 
 
 def audit_table(reports: list[dict]) -> tuple[list[dict], list[str]]:
@@ -95,8 +172,18 @@ def audit_table(reports: list[dict]) -> tuple[list[dict], list[str]]:
     rows = []
     for report in reports:
         for c in report["categories"]:
+            positive = c["kind"] == "positive"
+            judged = c["probes"] - c.get("errored", 0)
+            wrong = c["false_fail"] if positive else c["false_pass"]
+            lower, upper = rate_interval(wrong, judged)
             rows.append({"grader": report["grader"], "pack": report["pack_digest"][:12], "kind": c["kind"],
-                         "category": c["category"], "probes": c["probes"], "false_fail": c["false_fail"],
-                         "false_pass": c["false_pass"], "errored": c.get("errored", 0),
+                         "category": c["category"], "controls": c["probes"], "false_fail": c["false_fail"],
+                         "false_pass": c["false_pass"], "rate": wrong / judged if judged else None,
+                         "interval": None if lower is None else f"[{lower:.3f}, {upper:.3f}]",
+                         "errored": c.get("errored", 0), "tasks": " ".join(c.get("tasks") or []),
                          "failing": " ".join(c["failing"])})
     return rows, warnings
+
+
+AUDIT_COLUMNS = ["grader", "pack", "kind", "category", "controls", "false_fail", "false_pass", "rate", "interval",
+                 "errored", "failing"]

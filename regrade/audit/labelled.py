@@ -21,8 +21,6 @@ recovery).
 from __future__ import annotations
 
 import datetime as dt
-import re
-import shutil
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,14 +28,10 @@ from pathlib import Path
 from regrade.grading.grade import GoldenError, load_golden
 from regrade.grading.policies import Policy, TargetError
 from regrade.values import CellRef, ExcelError
+from regrade.workbook.cell_xml import FORMULA, find_cell, with_formula, without_cache, write_edited
 from regrade.workbook.sheets import sheet_parts
 
 LABELS = {"excel": True, "uncached": True, "changed-stale": False, "changed-uncached": False}  # label: correct?
-
-_CELL = r'<c r="{coordinate}"(?P<attributes>[^>]*?)(?<!/)>(?P<content>.*?)</c>'  # not a self-closing <c .../>
-_VALUE = re.compile(r"<v(?:\s[^>]*)?>.*?</v>|<v/>", re.S)  # also <v xml:space="preserve">, as Excel writes " 10 "
-_TYPE = re.compile(r'\st="[^"]*"')
-_FORMULA = re.compile(r"<f(?P<attributes>[^>]*)>(?P<text>[^<]+)</f>")  # one with its text: not a shared formula's follower
 
 
 class NotLabellable(ValueError):
@@ -77,42 +71,27 @@ def make_labelled(answer: Path, position: str, answer_sheet: str | None, policy:
         edited = dict(sheets)
         if label.startswith("changed") and changed is not None:
             part = parts[changed.sheet]
-            edited[part] = _changed(edited[part], changed, golden.value(changed), keep_cache=label == "changed-stale")
+            edited[part] = with_formula(edited[part], changed, change_for(golden.value(changed)),
+                                        keep_cache=label == "changed-stale")
         if label != "excel" and label != "changed-stale":
             for ref in formulas:
-                edited[parts[ref.sheet]] = _uncached(edited[parts[ref.sheet]], ref)
+                edited[parts[ref.sheet]] = without_cache(edited[parts[ref.sheet]], ref)
         target = folder / label / name
         target.parent.mkdir(parents=True, exist_ok=True)
-        _write(answer, target, {part: text for part, text in edited.items() if text != sheets[part]})
+        write_edited(answer, target, {part: text for part, text in edited.items() if text != sheets[part]})
         outputs[label] = target
     return Labelled(outputs, changed)
-
-
-def _cell(xml: str, ref: CellRef) -> re.Match[str] | None:
-    return re.search(_CELL.format(coordinate=ref.coordinate), xml, re.S)
 
 
 def _changeable(xml: str, ref: CellRef, cached: object) -> bool:
     """A formula written with its text (a plain one, an array's, a shared formula's first cell:
     its followers change with it) whose cached value is a number, text or a boolean."""
-    cell = _cell(xml, ref)
-    return (cell is not None and _FORMULA.search(cell.group("content")) is not None
+    cell = find_cell(xml, ref)
+    return (cell is not None and FORMULA.search(cell.group("content") or "") is not None
             and cached is not None and not isinstance(cached, ExcelError))
 
 
-def _changed(xml: str, ref: CellRef, cached: object, keep_cache: bool) -> str:
-    cell = _cell(xml, ref)
-    assert cell is not None
-    change = _change_for(cached)
-    content = _FORMULA.sub(lambda m: f"<f{m.group('attributes')}>{change.format(m.group('text'))}</f>",
-                           cell.group("content"), count=1)
-    attributes = cell.group("attributes")
-    if not keep_cache:
-        content, attributes = _VALUE.sub("", content), _TYPE.sub("", attributes)
-    return xml[:cell.start()] + f'<c r="{ref.coordinate}"{attributes}>{content}</c>' + xml[cell.end():]
-
-
-def _change_for(cached: object) -> str:
+def change_for(cached: object) -> str:
     """How a formula is changed so that its value differs from ``cached`` under any policy: a
     number or a date plus 1; a time plus an hour (plus a day would keep the time of day the
     policy compares); a boolean negated; a text with "x" joined (the sheet XML holds the & escaped).
@@ -124,25 +103,6 @@ def _change_for(cached: object) -> str:
     if isinstance(cached, (int, float)) or hasattr(cached, "year"):
         return "({})+1"
     return '({})&amp;"x"'
-
-
-def _uncached(xml: str, ref: CellRef) -> str:
-    cell = _cell(xml, ref)
-    if cell is None or "<f" not in cell.group("content"):
-        return xml
-    content, attributes = _VALUE.sub("", cell.group("content")), _TYPE.sub("", cell.group("attributes"))
-    return xml[:cell.start()] + f'<c r="{ref.coordinate}"{attributes}>{content}</c>' + xml[cell.end():]
-
-
-def _write(source: Path, target: Path, replaced: dict[str, str]) -> None:
-    """A copy of ``source`` with the parts in ``replaced`` rewritten; every other part byte for byte."""
-    if not replaced:
-        shutil.copyfile(source, target)
-        return
-    with zipfile.ZipFile(source) as original, zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as copy:
-        for info in original.infolist():
-            data = replaced[info.filename].encode("utf-8") if info.filename in replaced else original.read(info)
-            copy.writestr(info, data)
 
 
 @dataclass

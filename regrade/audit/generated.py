@@ -1,0 +1,454 @@
+"""Control packs generated from a benchmark's own tasks: outputs whose truth is known by construction.
+
+From each test case's golden file (an answer file Excel saved, with Excel's cached values),
+by editing its sheet XML in place (:mod:`regrade.workbook.cell_xml`; every other part and
+cell stays Excel's own):
+
+=======================  ========  ==========================================================
+category                 kind      the control
+=======================  ========  ==========================================================
+golden                   positive  the golden itself
+uncached                 positive  the golden, its answer formulas' cached values removed (as
+                                   openpyxl writes a formula)
+constants                positive  the answer range as constants: each formula replaced by the
+                                   value Excel cached for it
+absolute-references      positive  the answer formulas with every cell reference made absolute
+                                   (``A1`` → ``$A$1``): in its own cell the same reference
+stale-cache              negative  one answer formula changed so its value changes (``+1``, an
+                                   hour, ``NOT``, ``&"x"``), Excel's old cached value kept
+changed-uncached         negative  the same change, with no cached value
+perturbed-constant       negative  one answer cell's value changed, as a constant
+do-nothing               negative  the unmodified input, where a cell of the answer range that
+                                   holds no formula differs from the golden's
+one-row-off              negative  the answer range's values one row down, as constants
+empty-range              negative  the answer range emptied, where the golden's is not empty
+=======================  ========  ==========================================================
+
+A control is kept only where its truth is certain:
+
+- where its answer range holds only constants, the policy's comparison of those values
+  with the golden's is the truth (no engine can change a constant), and a control whose
+  values do not come out as its kind says (a shift that changes no value) is left out;
+- where it holds formulas, regrade's own engines must decide it: a control they abstain on
+  or disagree about is left out and counted, never guessed. One they decide against its
+  kind is kept: it is regrade's own error, which the audit reports like any grader's.
+
+Not generated, with the reason: the ``_xlfn.`` prefix dropped (Excel reads an unprefixed
+newer function in a file as an unknown name, so the spelling is not equivalent), and
+spellings an engine would have to confirm by the very recomputation being audited.
+Test cases that yield no control (no formula in the range, an invalid golden, an
+unreadable position) are listed in ``not_checked`` with the reason.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+import zipfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from openpyxl.formula.tokenizer import Token, Tokenizer
+from openpyxl.utils.cell import column_index_from_string
+
+from regrade.audit.controls import MANIFEST, PackError, write_manifest
+from regrade.audit.labelled import change_for
+from regrade.engines.cached import CachedEngine
+from regrade.grading.grade import GoldenError, grade_case, load_golden
+from regrade.grading.policies import TargetError, get_policy
+from regrade.provenance import regrade_version, sha256_file
+from regrade.runs.cases import Case, RunError, golden_files, input_file, load_dataset, task_fields
+from regrade.values import CellRef, ExcelError
+from regrade.workbook import cell_xml
+from regrade.workbook.formula import MAX_COLUMNS, MAX_ROWS
+from regrade.workbook.sheets import sheet_parts
+
+if TYPE_CHECKING:
+    from regrade.runner import RescoreSettings, ResultCache
+
+CATEGORIES: dict[str, tuple[str, str]] = {
+    "golden": ("positive", "the golden itself"),
+    "uncached": ("positive", "the golden with its answer formulas' cached values removed"),
+    "constants": ("positive", "the answer range as constants, each formula replaced by Excel's cached value"),
+    "absolute-references": ("positive", "the answer formulas with every cell reference made absolute"),
+    "stale-cache": ("negative", "one answer formula changed so its value changes, Excel's old cached value kept"),
+    "changed-uncached": ("negative", "one answer formula changed so its value changes, with no cached value"),
+    "perturbed-constant": ("negative", "one answer cell's value changed, as a constant"),
+    "do-nothing": ("negative", "the unmodified input, which differs from the golden in the answer range"),
+    "one-row-off": ("negative", "the answer range's values one row down, as constants"),
+    "empty-range": ("negative", "the answer range emptied, where the golden's is not empty"),
+}
+CONSTANT_CATEGORIES = ("constants", "perturbed-constant", "do-nothing", "one-row-off", "empty-range")
+PACK_RECORD = "pack.json"
+
+
+@dataclass(frozen=True)
+class TestCase:
+    task_id: str
+    case: int
+    answer: Path
+    input: Path | None
+    position: str
+    answer_sheet: str | None
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A control written to disk, not yet known to be kept."""
+
+    id: str
+    task_id: str
+    case: int
+    category: str
+    output: Path
+    answer: Path
+    answer_position: str
+    answer_sheet: str | None
+
+    @property
+    def kind(self) -> str:
+        return CATEGORIES[self.category][0]
+
+    def as_case(self) -> Case:
+        return Case(condition=self.category, task_id=self.task_id, case=self.case, output_path=self.output,
+                    answer_path=self.answer, answer_position=self.answer_position, answer_sheet=self.answer_sheet)
+
+
+@dataclass(frozen=True)
+class NotChecked:
+    task: str
+    case: int | None
+    reason: str
+    category: str | None = None
+
+
+@dataclass
+class GeneratedPack:
+    folder: Path
+    digest: str
+    kept: list[Candidate]
+    not_checked: list[NotChecked] = field(default_factory=list)
+
+
+def test_cases(dataset: Path, tasks: int | None = None, seed: int = 0) -> tuple[list[TestCase], list[NotChecked]]:
+    """Every test case of the dataset's tasks (``tasks`` of them drawn with ``seed``, in dataset order)."""
+    path = dataset / "dataset.json"
+    records = load_dataset(dataset)
+    chosen = list(range(len(records)))
+    if tasks is not None and tasks < len(records):
+        chosen = sorted(random.Random(seed).sample(chosen, tasks))
+    found, skipped = [], []
+    for index in chosen:
+        try:
+            task_id, position, sheet = task_fields(path, index + 1, records[index])
+        except RunError as exc:
+            skipped.append(NotChecked(str(records[index].get("id", index + 1)) if isinstance(records[index], dict)
+                                      else str(index + 1), None, str(exc)))
+            continue
+        goldens = golden_files(dataset, task_id)
+        if not goldens:
+            skipped.append(NotChecked(task_id, None, "no golden file"))
+        for number, answer in sorted(goldens.items()):
+            found.append(TestCase(task_id, number, answer, input_file(answer, task_id, number), position, sheet))
+    return found, skipped
+
+
+def dataset_digest(dataset: Path, cases: list[TestCase]) -> str:
+    """sha256 over dataset.json and every golden and input file the controls were made from."""
+    files = [dataset / "dataset.json", *sorted({p for c in cases for p in (c.answer, c.input) if p is not None})]
+    lines = "".join(f"{sha256_file(p)}  {p.relative_to(dataset)}\n" for p in files)
+    return hashlib.sha256(lines.encode()).hexdigest()
+
+
+def write_candidates(case: TestCase, policy_name: str, folder: Path) -> tuple[list[Candidate], list[NotChecked]]:
+    """The controls of one test case, written to ``folder``; what could not be made, and why."""
+    policy = get_policy(policy_name)
+    base = f"{case.task_id}-{case.case}"
+    try:
+        golden = load_golden(case.answer)
+        targets = golden.targets(policy, case.position, case.answer_sheet)
+    except (GoldenError, TargetError) as exc:
+        return [], [NotChecked(case.task_id, case.case, f"invalid golden or position: {exc}")]
+    if not targets:
+        return [], [NotChecked(case.task_id, case.case, "the answer position grades no cell")]
+    answer = folder / f"{base}.answer.xlsx"
+    answer.write_bytes(case.answer.read_bytes())
+    with zipfile.ZipFile(case.answer) as archive:
+        parts = dict(sheet_parts(archive))
+        if any(t.sheet not in parts for t in targets):
+            return [], [NotChecked(case.task_id, case.case, "an answer cell's sheet has no part in the file")]
+        sheets = {part: archive.read(part).decode("utf-8") for part in {parts[t.sheet] for t in targets}}
+    made: list[Candidate] = []
+    skipped: list[NotChecked] = []
+
+    def write(category: str, edited: dict[str, str] | None, source: Path | None = None) -> None:
+        output = folder / f"{base}.{category}.xlsx"
+        if source is not None:
+            output.write_bytes(source.read_bytes())
+        else:
+            assert edited is not None
+            cell_xml.write_edited(case.answer, output, {p: x for p, x in edited.items() if x != sheets[p]})
+        made.append(Candidate(f"{base}.{category}", case.task_id, case.case, category, output, answer,
+                              case.position, case.answer_sheet))
+
+    def skip(category: str, reason: str) -> None:
+        skipped.append(NotChecked(case.task_id, case.case, reason, category))
+
+    cells = {t: cell_xml.find_cell(sheets[parts[t.sheet]], t) for t in targets}
+    present = {t: c for t, c in cells.items() if c is not None}
+    formulas = [t for t, c in present.items() if "<f" in (c.group("content") or "")]
+    cached = [t for t in formulas if golden.value(t) is not None]
+    if formulas and not cached:
+        return [], [NotChecked(case.task_id, case.case, "the golden's answer formulas hold no cached values")]
+    write("golden", None, case.answer)
+    if formulas:
+        write("uncached", _each(sheets, parts, formulas, cell_xml.without_cache))
+        spelled = {t: _absolute(f) for t in formulas if not cell_xml.is_shared(present[t])
+                   and (f := cell_xml.formula_text(present[t])) is not None}
+        spelled = {t: s for t, s in spelled.items() if s != cell_xml.formula_text(present[t])}
+        if spelled:
+            edited = dict(sheets)
+            for ref, spelling in spelled.items():
+                edited[parts[ref.sheet]] = cell_xml.respelled(edited[parts[ref.sheet]], ref, spelling)
+            write("absolute-references", edited)
+        else:
+            skip("absolute-references", "no relative cell reference outside a shared formula")
+        changed = next((t for t in cached if cell_xml.FORMULA.search(present[t].group("content") or "")
+                        and not isinstance(golden.value(t), ExcelError)), None)
+        if changed is not None:
+            change = change_for(golden.value(changed))
+            for category, keep in (("stale-cache", True), ("changed-uncached", False)):
+                edited = dict(sheets)
+                edited[parts[changed.sheet]] = cell_xml.with_formula(edited[parts[changed.sheet]], changed, change, keep)
+                write(category, edited)
+        else:
+            for category in ("stale-cache", "changed-uncached"):
+                skip(category, "no answer formula with its own text and a value to change")
+    else:
+        for category in ("uncached", "absolute-references", "stale-cache", "changed-uncached"):
+            skip(category, "no formula in the answer range")
+    reach = _shared_beyond(cells, set(targets))
+    if reach:
+        for category in ("constants", "one-row-off", "empty-range"):
+            skip(category, f"a shared formula at {reach} reaches beyond the answer range")
+    else:
+        write("constants", _each(sheets, parts, formulas, cell_xml.as_constant))
+        if any(CellRef(t.sheet, t.row - 1, t.column) in cells for t in targets):
+            write("one-row-off", _shifted(sheets, parts, targets, cells))
+        else:
+            skip("one-row-off", "a one-row answer range")
+        write("empty-range", _each(sheets, parts, targets, cell_xml.emptied))
+    perturbed = _perturbed(sheets, parts, targets, cells, golden)
+    if perturbed is None:
+        skip("perturbed-constant", "no answer cell whose value can be changed on its own")
+    else:
+        write("perturbed-constant", perturbed)
+    if case.input is None:
+        skip("do-nothing", "no input file")
+    else:
+        write("do-nothing", None, case.input)
+    return made, skipped
+
+
+def value_truth(candidate: Candidate, policy_name: str) -> bool | None:
+    """The policy's comparison of the control's stored values with the golden's: the truth of
+    a control whose answer range holds only constants (None: it cannot be read)."""
+    graded = grade_case(candidate.as_case(), get_policy(policy_name), CachedEngine(), CachedEngine(read_formulas=False))
+    return graded.passed
+
+
+def has_graded_formulas(candidate: Candidate, policy_name: str) -> bool:
+    """Whether any graded cell of the control holds a formula (then only an engine can say its value)."""
+    golden = load_golden(candidate.output)
+    try:
+        targets = golden.targets(get_policy(policy_name), candidate.answer_position, candidate.answer_sheet)
+    except (GoldenError, TargetError):
+        return False
+    return any(golden.is_formula(t) for t in targets)
+
+
+def seal(folder: Path, kept: list[Candidate], not_checked: list[NotChecked], settings: dict, source: dict) -> str:
+    """Write controls.json and pack.json for the kept controls, remove every other file, and
+    seal the pack (manifest.json); returns its digest."""
+    records = [{"id": c.id, "task_id": c.task_id, "case": c.case, "category": c.category, "kind": c.kind,
+                "output": c.output.name, "answer": c.answer.name, "answer_position": c.answer_position,
+                "answer_sheet": c.answer_sheet, "why": CATEGORIES[c.category][1]} for c in kept]
+    (folder / "controls.json").write_text(json.dumps(records, indent=1, ensure_ascii=False) + "\n")
+    (folder / PACK_RECORD).write_text(json.dumps({
+        "generator": settings, "source": source, "regrade_version": regrade_version(),
+        "not_checked": [asdict(n) for n in not_checked]}, indent=1, ensure_ascii=False) + "\n")
+    wanted = {"controls.json", PACK_RECORD, MANIFEST} | {c.output.name for c in kept} | {c.answer.name for c in kept}
+    for path in folder.iterdir():
+        if path.is_file() and path.name not in wanted:
+            path.unlink()
+    return write_manifest(folder)
+
+
+def not_checked_of(folder: Path) -> list[dict]:
+    """The ``not_checked`` list a generated pack records (an empty list for a hand-made pack)."""
+    record = folder / PACK_RECORD
+    return json.loads(record.read_text()).get("not_checked", []) if record.is_file() else []
+
+
+# --- the edits -------------------------------------------------------------------------------
+
+
+def _each(sheets: dict[str, str], parts: dict[str, str], refs: list[CellRef], edit) -> dict[str, str]:
+    edited = dict(sheets)
+    for ref in refs:
+        edited[parts[ref.sheet]] = edit(edited[parts[ref.sheet]], ref)
+    return edited
+
+
+def _shifted(sheets: dict[str, str], parts: dict[str, str], targets: list[CellRef], cells: dict) -> dict[str, str]:
+    """Each answer cell given the content the golden holds one row up (the top row emptied);
+    cells the sheet XML does not hold stay empty."""
+    graded = set(targets)
+    edited = dict(sheets)
+    for ref in targets:
+        if cells[ref] is None:
+            continue
+        above = CellRef(ref.sheet, ref.row - 1, ref.column)
+        source = cells.get(above) if above in graded else None
+        edited[parts[ref.sheet]] = cell_xml.copied_from(edited[parts[ref.sheet]], ref, source)
+    return edited
+
+
+def _perturbed(sheets: dict[str, str], parts: dict[str, str], targets: list[CellRef], cells: dict,
+               golden) -> dict[str, str] | None:
+    """The first answer cell holding a constant changed (a number + 1, a text + "x", a boolean
+    negated); else the first formula's cached value so changed, as a constant."""
+    order = sorted(targets, key=lambda t: "<f" in ((cells[t] and cells[t].group("content")) or ""))
+    for ref in order:
+        cell = cells[ref]
+        if cell is None or cell.group("content") is None or cell_xml.shared_master_range(cell):
+            continue
+        value = golden.value(ref)
+        xml = sheets[parts[ref.sheet]]
+        kind, text = cell_xml.cell_type(cell), cell_xml.cached_text(cell)
+        if isinstance(value, bool):
+            changed = cell_xml.with_boolean(xml, ref, not value)
+        elif kind in ("n", "d") and text not in (None, ""):
+            try:
+                changed = cell_xml.with_number(xml, ref, repr(float(text) + 1))
+            except ValueError:
+                continue
+        elif isinstance(value, str) and kind in ("s", "str", "inlineStr"):
+            changed = cell_xml.with_text(xml, ref, value + "x")
+        else:
+            continue
+        return {**sheets, parts[ref.sheet]: changed}
+    return None
+
+
+def _shared_beyond(cells: dict, graded: set[CellRef]) -> str | None:
+    """The first answer cell starting a shared formula whose range reaches past the answer range
+    (its followers outside would lose the formula they copy)."""
+    for ref, cell in cells.items():
+        if cell is None or (reach := cell_xml.shared_master_range(cell)) is None:
+            continue
+        first, _, last = reach.partition(":")
+        top, bottom = _cell_of(ref.sheet, first), _cell_of(ref.sheet, last or first)
+        for row in range(top.row, bottom.row + 1):
+            for column in range(top.column, bottom.column + 1):
+                if CellRef(ref.sheet, row, column) not in graded:
+                    return ref.coordinate
+    return None
+
+
+def _cell_of(sheet: str, coordinate: str) -> CellRef:
+    found = re.fullmatch(r"\$?([A-Z]{1,3})\$?(\d+)", coordinate)
+    assert found, coordinate
+    return CellRef(sheet, int(found.group(2)), column_index_from_string(found.group(1)))
+
+
+_POINT = re.compile(r"\$?([A-Za-z]{1,3})\$?(\d+)")
+_COLUMN = re.compile(r"\$?([A-Za-z]{1,3})")
+_ROW = re.compile(r"\$?(\d+)")
+
+
+def _absolute(formula: str) -> str:
+    """``formula`` with every cell reference absolute; names, strings and functions untouched."""
+    tokens = Tokenizer(formula if formula.startswith("=") else "=" + formula).items
+    for token in tokens:
+        if token.type == Token.OPERAND and token.subtype == Token.RANGE:
+            token.value = _absolute_reference(token.value)
+    return "".join(t.value for t in tokens)
+
+
+def _absolute_reference(text: str) -> str:
+    prefix, bang, address = text.rpartition("!")
+    parts = address.split(":")
+    written = []
+    for part in parts:
+        if (point := _POINT.fullmatch(part)) and _in_sheet(point.group(1), int(point.group(2))):
+            written.append(f"${point.group(1)}${point.group(2)}")
+        elif len(parts) == 2 and (column := _COLUMN.fullmatch(part)) and _in_sheet(column.group(1), 1):
+            written.append(f"${column.group(1)}")
+        elif len(parts) == 2 and (row := _ROW.fullmatch(part)) and 1 <= int(row.group(1)) <= MAX_ROWS:
+            written.append(f"${row.group(1)}")
+        else:
+            return text  # a defined name, a table, an error: not a cell reference
+    return prefix + bang + ":".join(written)
+
+
+def _in_sheet(column: str, row: int) -> bool:
+    return column.isupper() and column_index_from_string(column) <= MAX_COLUMNS and 1 <= row <= MAX_ROWS
+
+
+# --- making a pack ---------------------------------------------------------------------------
+
+
+def generate_pack(dataset: Path, folder: Path, settings: RescoreSettings, tasks: int | None = None, seed: int = 0,
+                  workers: int = 1, cache: ResultCache | None = None) -> GeneratedPack:
+    """Generate, check and seal the controls of ``dataset`` in ``folder`` (which must be empty or new).
+
+    ``settings`` are regrade's rescore settings: its policy grades the controls, its engines
+    confirm those whose answer range holds formulas (in a pool of ``workers``, cached)."""
+    from regrade.runner import rescore_run
+
+    if folder.exists() and any(folder.iterdir()):
+        raise PackError(f"{folder} is not empty: a generated pack needs a folder of its own")
+    folder.mkdir(parents=True, exist_ok=True)
+    cases, not_checked = test_cases(dataset, tasks, seed)
+    candidates: list[Candidate] = []
+    for case in cases:
+        try:
+            made, skipped = write_candidates(case, settings.policy, folder)
+        except Exception as exc:  # an answer file no edit can be made in: that case, not the pack
+            made, skipped = [], [NotChecked(case.task_id, case.case, f"controls could not be made: "
+                                                                     f"{type(exc).__name__}: {exc}")]
+        candidates += made
+        not_checked += skipped
+    kept, by_engines = [], []
+    for candidate in candidates:
+        if not has_graded_formulas(candidate, settings.policy):
+            truth = value_truth(candidate, settings.policy)
+            if truth is (candidate.kind == "positive"):
+                kept.append(candidate)
+            else:
+                said = "equal the golden's" if truth else "do not pass against the golden"
+                not_checked.append(NotChecked(candidate.task_id, candidate.case, f"its values {said}",
+                                              candidate.category))
+        elif candidate.category == "do-nothing":
+            not_checked.append(NotChecked(candidate.task_id, candidate.case, "the input's answer range holds formulas: "
+                                          "only an engine could say whether it differs", candidate.category))
+        else:
+            by_engines.append(candidate)
+    records = rescore_run([c.as_case() for c in by_engines], settings, workers, cache)
+    for candidate, record in zip(by_engines, records):
+        if record["full_pass"] is None:
+            reasons = ", ".join(record.get("reasons") or []) or "no reason"
+            not_checked.append(NotChecked(candidate.task_id, candidate.case, f"regrade's engines did not decide it "
+                                          f"({record['verdict']}: {reasons})", candidate.category))
+        else:
+            kept.append(candidate)
+    kept.sort(key=lambda c: (c.task_id, c.case, list(CATEGORIES).index(c.category)))
+    generator = {"tasks": tasks, "seed": seed, "policy": settings.policy, "engines": list(settings.engines),
+                 "timeout_s": settings.timeout_s, "quorum": settings.quorum, "categories": list(CATEGORIES)}
+    source = {"dataset": str(dataset), "digest": dataset_digest(dataset, cases), "test_cases": len(cases)}
+    digest = seal(folder, kept, not_checked, generator, source)
+    return GeneratedPack(folder, digest, kept, not_checked)

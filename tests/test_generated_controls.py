@@ -1,0 +1,152 @@
+"""Controls generated from a benchmark's own tasks: each kind as built, kept only when certain, sealed, re-runnable."""
+
+import json
+import shutil
+
+import openpyxl
+import pytest
+from click.testing import CliRunner
+
+from regrade.audit.controls import PackError, load_pack
+from regrade.audit.generated import CATEGORIES, _absolute, generate_pack
+from regrade.audit.grader import audit_grader, rate_interval
+from regrade.cli import main
+from regrade.engines.registry import default_full_engines
+from regrade.grading.graders import make_grader
+from regrade.runner import RescoreSettings
+from tests.conftest import DEMO, require_engines
+
+DATASET = DEMO / "dataset"
+# fixtures/demo-run: five tasks, three test cases each, every answer range a column of formulas
+# Excel saved with their values; 34469 grades one cell (so no row to shift) and its inputs, like
+# 37086's, hold formulas in the answer range.
+
+
+@pytest.fixture(scope="module")
+def pack(tmp_path_factory):
+    require_engines(*default_full_engines())
+    folder = tmp_path_factory.mktemp("generated") / "pack"
+    engines = tuple(default_full_engines())
+    settings = RescoreSettings(policy="spreadsheetbench", shallow="cached", engines=engines, timeout_s=60.0, quorum=2)
+    return generate_pack(DATASET, folder, settings, workers=2)
+
+
+def sheet_of(path, formulas):
+    book = openpyxl.load_workbook(path, data_only=not formulas)
+    return book[book.sheetnames[0]]
+
+
+def graded(control):
+    """The control's graded cells, as openpyxl reads them: (formulas, cached values)."""
+    from regrade.grading.grade import load_golden
+    from regrade.grading.policies import get_policy
+
+    targets = load_golden(control.answer).targets(get_policy("spreadsheetbench"), control.answer_position,
+                                                  control.answer_sheet)
+    with_formulas, with_values = sheet_of(control.output, True), sheet_of(control.output, False)
+    return ({t.coordinate: with_formulas[t.coordinate].value for t in targets},
+            {t.coordinate: with_values[t.coordinate].value for t in targets})
+
+
+def by(pack, category, task="32293", case=1):
+    return next(c for c in load_pack(pack.folder).controls if c.id == f"{task}-{case}.{category}")
+
+
+def test_each_kind_is_what_it_says(pack):
+    golden_formulas, golden_values = graded(by(pack, "golden"))
+    assert by(pack, "golden").output.read_bytes() == by(pack, "golden").answer.read_bytes()
+    assert all(str(f).startswith("=") for f in golden_formulas.values()) and None not in golden_values.values()
+    formulas, values = graded(by(pack, "uncached"))
+    assert formulas == golden_formulas and set(values.values()) == {None}
+    formulas, values = graded(by(pack, "constants"))
+    assert formulas == golden_values == values  # no formula left: Excel's values as constants
+    formulas, values = graded(by(pack, "absolute-references"))
+    assert values == golden_values
+    # each formula respelled, but for a shared formula's (whose followers copy the first cell's text)
+    assert all(formulas[k] in (g, "=" + _absolute(g[1:])) for k, g in golden_formulas.items())
+    assert formulas != golden_formulas
+    stale, stale_values = graded(by(pack, "stale-cache"))
+    changed = [k for k in stale if stale[k] != golden_formulas[k]]
+    assert len(changed) == 1 and stale_values == golden_values  # one formula changed, every cache Excel's
+    uncached, uncached_values = graded(by(pack, "changed-uncached"))
+    assert uncached[changed[0]] == stale[changed[0]] and uncached_values[changed[0]] is None
+    _, perturbed = graded(by(pack, "perturbed-constant"))
+    assert [k for k in perturbed if perturbed[k] != golden_values[k]] == [next(iter(golden_values))]
+    _, shifted = graded(by(pack, "one-row-off"))
+    cells = list(golden_values)  # one column, top to bottom
+    assert shifted[cells[0]] is None and [shifted[c] for c in cells[1:]] == [golden_values[c] for c in cells[:-1]]
+    _, empty = graded(by(pack, "empty-range"))
+    assert set(empty.values()) == {None}
+
+
+def test_what_cannot_be_certain_is_left_out_and_said(pack):
+    kept = {c.id for c in pack.kept}
+    assert len(kept) == 5 * 3 * len(CATEGORIES) - 9
+    left = {(n.task, n.case, n.category): n.reason for n in pack.not_checked}
+    assert left == {**{("34469", case, "one-row-off"): "a one-row answer range" for case in (1, 2, 3)},
+                    **{(task, case, "do-nothing"): "the input's answer range holds formulas: only an engine could say "
+                       "whether it differs" for task in ("34469", "37086") for case in (1, 2, 3)}}
+
+
+def test_the_official_grader_and_regrade_on_the_generated_pack(pack):
+    controls = load_pack(pack.folder, pack.digest)
+    official = {c.category: c for c in audit_grader(make_grader("spreadsheetbench-official"), controls, 2).categories}
+    # the official grader reads cached values: every uncached correct formula fails, every stale cache passes
+    assert (official["uncached"].false_fail, official["uncached"].probes) == (15, 15)
+    assert (official["stale-cache"].false_pass, official["stale-cache"].probes) == (15, 15)
+    assert sum(c.wrong for c in official.values()) == 30
+    assert official["uncached"].tasks == ["32293", "34469", "37086", "57029", "59511"]
+    regrade = audit_grader(make_grader("regrade"), controls, 2)
+    assert sum(c.wrong for c in regrade.categories) == 0  # it must pass no negative control, fail no positive
+    report = regrade.as_json()
+    row = next(c for c in report["categories"] if c["category"] == "stale-cache")
+    assert {"category", "kind", "controls", "false_pass", "false_fail", "false_pass_rate", "false_fail_rate",
+            "false_pass_interval"} <= set(row)
+    assert row["false_pass_rate"] == 0 and row["false_pass_interval"][0] == 0
+    assert len(report["not_checked"]) == 9 and {"task", "case", "reason", "category"} <= set(report["not_checked"][0])
+
+
+def test_the_pack_is_sealed_and_runs_again(pack, tmp_path):
+    manifest = json.loads((pack.folder / "manifest.json").read_text())
+    assert manifest["digest"] == pack.digest and "pack.json" in manifest["files"]
+    record = json.loads((pack.folder / "pack.json").read_text())
+    assert record["source"]["test_cases"] == 15 and len(record["source"]["digest"]) == 64
+    result = CliRunner().invoke(main, ["audit", "grader", "spreadsheetbench-official", "--pack", str(pack.folder),
+                                       "--expect-digest", pack.digest, "--format", "json", "--workers", "1"])
+    assert result.exit_code == 0, result.output
+    assert sum(c["false_pass"] + c["false_fail"] for c in json.loads(result.stdout)["categories"]) == 30
+    copy = tmp_path / "copy"
+    shutil.copytree(pack.folder, copy)
+    (copy / "32293-1.constants.xlsx").write_bytes(b"changed")
+    with pytest.raises(PackError, match="does not match its manifest"):
+        load_pack(copy)
+    with pytest.raises(PackError, match="not the expected"):
+        load_pack(pack.folder, "0" * 64)
+
+
+def test_a_generated_pack_needs_a_folder_of_its_own(tmp_path):
+    (tmp_path / "something").write_text("x")
+    settings = RescoreSettings(policy="spreadsheetbench", shallow="cached", engines=("ironcalc",), timeout_s=60.0)
+    with pytest.raises(PackError, match="not empty"):
+        generate_pack(DATASET, tmp_path, settings)
+
+
+@pytest.mark.parametrize("formula, absolute", [
+    ("A1+B1", "$A$1+$B$1"),
+    ("SUM(Sheet1!A1:B2)", "SUM(Sheet1!$A$1:$B$2)"),
+    ("'My Sheet'!C3*2", "'My Sheet'!$C$3*2"),
+    ("SUM(A:A)+INDEX(1:3,2,2)", "SUM($A:$A)+INDEX($1:$3,2,2)"),
+    ('IF(A1="A1",Total,Table1[Col])', 'IF($A$1="A1",Total,Table1[Col])'),  # text, names and tables untouched
+    ("ROWS($A$2:A3)", "ROWS($A$2:$A$3)"),
+])
+def test_references_made_absolute(formula, absolute):
+    assert _absolute(formula) == absolute
+
+
+def test_rate_intervals_match_statsmodels():
+    from statsmodels.stats.proportion import proportion_confint
+
+    for wrong, judged in ((0, 15), (15, 15), (3, 40), (1, 2)):
+        lower, upper = proportion_confint(wrong, judged, alpha=0.05, method="wilson")
+        assert rate_interval(wrong, judged) == pytest.approx((max(0.0, lower), min(1.0, upper)), abs=1e-12)
+    assert rate_interval(0, 0) == (None, None)
