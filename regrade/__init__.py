@@ -6,8 +6,8 @@ The library behind the ``regrade`` command, one function per job (:mod:`regrade.
 (:mod:`regrade.records`). ``docs/api.md`` has examples.
 """
 
-__all__ = ["rescore", "diff", "paired_table", "report", "audit_benchmark", "audit_grader", "results_frame", "Results",
-           "RescoreResults"]
+__all__ = ["rescore", "diff", "paired_table", "report", "audit_benchmark", "audit_grader", "generate_controls",
+           "results_frame", "Results", "RescoreResults"]
 
 
 def __getattr__(name: str):

@@ -8,6 +8,7 @@
     regrade.report(results, "report.html")       # one self-contained HTML page to share
     regrade.audit_benchmark("data")              # the benchmark's own data and grader
     regrade.audit_grader("gnumeric-recalc")      # a grader against the sealed control pack
+    regrade.generate_controls("data", "pack/")   # controls from the benchmark's own tasks
 
 Each does what the command of the same name does, without printing: what the command says on
 stderr (missing outputs, what was not judged) is in the returned records (``Results.inventory``,
@@ -25,6 +26,8 @@ import pandas as pd
 from regrade.audit.benchmark import BenchmarkAudit
 from regrade.audit.benchmark import audit_benchmark as _audit_benchmark
 from regrade.audit.controls import PACK, load_pack
+from regrade.audit.generated import GeneratedPack
+from regrade.audit.generated import generate_pack as _generate_pack
 from regrade.audit.grader import GraderAudit
 from regrade.audit.grader import audit_grader as _audit_grader
 from regrade.engines.base import DEFAULT_TIMEOUT_S
@@ -144,12 +147,27 @@ def audit_benchmark(folder: str | Path, grader: str = "spreadsheetbench-official
     return _audit_benchmark(Path(folder), grader, recalc, workers, limit)
 
 
-def audit_grader(grader: str | Grader, pack: str | Path = PACK, expect_digest: str | None = None) -> GraderAudit:
-    """A grader against the sealed control pack, as ``regrade audit grader``. ``grader``: a built-in
+def audit_grader(grader: str | Grader, pack: str | Path = PACK, expect_digest: str | None = None,
+                 workers: int = 1) -> GraderAudit:
+    """A grader against a sealed control pack, as ``regrade audit grader``. ``grader``: a built-in
     name, or any object with ``name``, ``settings()`` and ``passes(output, answer, position)``
-    (:class:`regrade.grading.graders.Grader`; ``make_grader(None, command=...)`` makes a command one)."""
+    (:class:`regrade.grading.graders.Grader`; ``make_grader(None, command=...)`` makes a command one).
+    ``pack``: the hand-made pack (default) or one :func:`generate_controls` made."""
     chosen = make_grader(grader) if isinstance(grader, str) else grader
-    return _audit_grader(chosen, load_pack(Path(pack), expect_digest))
+    return _audit_grader(chosen, load_pack(Path(pack), expect_digest), workers)
+
+
+def generate_controls(dataset: str | Path, folder: str | Path, tasks: int | None = None, seed: int = 0,
+                      workers: int = 1, engines: Sequence[str] | None = None,
+                      cache_dir: str | Path | None = None) -> GeneratedPack:
+    """Controls generated from a benchmark's own tasks, checked and sealed in ``folder`` (new or
+    empty), as ``regrade audit grader --controls-from DATASET --pack-out FOLDER``; its ``digest``,
+    ``kept`` controls and ``not_checked`` list. :func:`audit_grader` then runs graders on it."""
+    names = list(engines or default_full_engines())
+    settings = RescoreSettings(policy="spreadsheetbench", shallow="cached", engines=tuple(names),
+                               timeout_s=DEFAULT_TIMEOUT_S, quorum=default_quorum(len(names)))
+    cache = ResultCache(Path(cache_dir) if cache_dir else default_cache_dir())
+    return _generate_pack(Path(dataset), Path(folder), settings, tasks, seed, workers, cache)
 
 
 def results_frame(path: str | Path) -> pd.DataFrame:

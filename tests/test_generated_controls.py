@@ -150,3 +150,16 @@ def test_rate_intervals_match_statsmodels():
         lower, upper = proportion_confint(wrong, judged, alpha=0.05, method="wilson")
         assert rate_interval(wrong, judged) == pytest.approx((max(0.0, lower), min(1.0, upper)), abs=1e-12)
     assert rate_interval(0, 0) == (None, None)
+
+
+def test_a_text_result_becomes_an_inline_string_with_its_characters():
+    from regrade.values import CellRef
+    from regrade.workbook import cell_xml
+
+    b1 = CellRef("Sheet1", 1, 2)
+    xml = '<row r="1"><c r="A1" s="1"/><c r="B1" s="2" cm="1" t="str"><f>A1&amp;"x"</f><v>a&#10;b &lt;c&gt;</v></c></row>'
+    constant = cell_xml.as_constant(xml, b1)
+    assert constant == ('<row r="1"><c r="A1" s="1"/><c r="B1" s="2" t="inlineStr"><is><t xml:space="preserve">a\nb '
+                        '&lt;c&gt;</t></is></c></row>')
+    assert cell_xml.formula_text(cell_xml.find_cell(xml, b1)) == 'A1&"x"'
+    assert cell_xml.emptied(xml, CellRef("Sheet1", 1, 1)) == xml  # a self-closing empty cell stays as it is

@@ -33,9 +33,9 @@ A control is kept only where its truth is certain:
   or disagree about is left out and counted, never guessed. One they decide against its
   kind is kept: it is regrade's own error, which the audit reports like any grader's.
 
-Not generated, with the reason: the ``_xlfn.`` prefix dropped (Excel reads an unprefixed
-newer function in a file as an unknown name, so the spelling is not equivalent), and
-spellings an engine would have to confirm by the very recomputation being audited.
+Not generated: the ``_xlfn.`` prefix dropped. Excel reads a newer function written without
+it in a file as an unknown name and shows ``#NAME?`` (XlsxWriter's documentation on future
+functions, EPPlus's on function prefixes), so that spelling is not equivalent.
 Test cases that yield no control (no formula in the range, an invalid golden, an
 unreadable position) are listed in ``not_checked`` with the reason.
 """

@@ -12,7 +12,9 @@ import re
 import shutil
 import zipfile
 from pathlib import Path
-from xml.sax.saxutils import escape, unescape
+from xml.sax.saxutils import escape
+
+from defusedxml import ElementTree
 
 from regrade.values import CellRef
 
@@ -38,12 +40,17 @@ def cell_type(cell: re.Match[str]) -> str:
 def cached_text(cell: re.Match[str]) -> str | None:
     """The text of the cell's ``<v>`` (XML-unescaped), None when it has none."""
     found = _V_TEXT.search(cell.group("content") or "")
-    return None if found is None else unescape(found.group("text"))
+    return None if found is None else xml_text(found.group("text"))
 
 
 def formula_text(cell: re.Match[str]) -> str | None:
     found = FORMULA.search(cell.group("content") or "")
-    return None if found is None else unescape(found.group("text"), {"&quot;": '"', "&apos;": "'"})
+    return None if found is None else xml_text(found.group("text"))
+
+
+def xml_text(escaped: str) -> str:
+    """Element text as written in XML, unescaped: entities and character references (``&#10;``)."""
+    return ElementTree.fromstring(f"<t>{escaped}</t>").text or ""
 
 
 def shared_master_range(cell: re.Match[str]) -> str | None:
@@ -102,7 +109,7 @@ def as_constant(xml: str, ref: CellRef) -> str:
     if cell is None or cell.group("content") is None:
         return xml
     content = ANY_FORMULA.sub("", cell.group("content"))
-    attributes = cell.group("attributes")
+    attributes = _METADATA.sub("", cell.group("attributes"))
     if cell_type(cell) == "str":
         text = cached_text(cell) or ""
         return with_text(xml, ref, text)
@@ -128,7 +135,7 @@ def emptied(xml: str, ref: CellRef) -> str:
     cell = find_cell(xml, ref)
     if cell is None:
         return xml
-    return _replace(xml, cell, ref, TYPE.sub("", cell.group("attributes")), None)
+    return _replace(xml, cell, ref, _METADATA.sub("", TYPE.sub("", cell.group("attributes"))), None)
 
 
 def copied_from(xml: str, ref: CellRef, source: re.Match[str] | None) -> str:
@@ -149,11 +156,14 @@ def copied_from(xml: str, ref: CellRef, source: re.Match[str] | None) -> str:
     return with_text(xml, ref, text or "")  # str: a formula's text result
 
 
+_METADATA = re.compile(r'\s(?:cm|vm)="[^"]*"')  # a dynamic array's cell and value metadata: a formula's, not a constant's
+
+
 def _with_value(xml: str, ref: CellRef, type_attribute: str, content: str) -> str:
     cell = find_cell(xml, ref)
     if cell is None:
         raise KeyError(f"{ref.coordinate} is not in the sheet XML")
-    attributes = TYPE.sub("", cell.group("attributes")) + type_attribute
+    attributes = _METADATA.sub("", TYPE.sub("", cell.group("attributes"))) + type_attribute
     return _replace(xml, cell, ref, attributes, content)
 
 
