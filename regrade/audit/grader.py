@@ -9,9 +9,9 @@ from a benchmark (:mod:`regrade.audit.generated`) the test cases and controls th
 not be checked (``not_checked``); :func:`audit_table` puts several reports side by side and
 says so when they were made with different packs or regrade versions.
 
-Graders run over the controls in a pool of ``workers`` processes; regrade's own grader runs
-as a rescore (its results cache and per-case limits), so auditing it on a pack it generated
-costs nothing more.
+Built-in value graders run over the controls in a pool of ``workers`` processes (a command
+or a callable in this one); regrade's own grader runs as a rescore (its pool, results cache
+and per-case limits), so auditing it on a pack it generated costs nothing more.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 
 from regrade.audit.controls import Control, ControlPack
-from regrade.grading.graders import Grader, GraderFailure, RegradeGrader
+from regrade.audit.generated import not_checked_of
+from regrade.grading.graders import Grader, GraderFailure, RegradeGrader, ValueGrader
 from regrade.paired.stats import wilson
 from regrade.provenance import regrade_version
 
@@ -113,8 +114,6 @@ def audit_grader(grader: Grader, pack: ControlPack, workers: int = 1) -> GraderA
             if control.task_id is not None and control.task_id not in row.tasks:
                 row.tasks.append(control.task_id)
     ordered = sorted(by_category.values(), key=lambda c: (c.kind != "positive", c.category))
-    from regrade.audit.generated import not_checked_of
-
     return GraderAudit(grader.name, grader.settings(), pack.digest, regrade_version(), ordered, errors,
                        not_checked_of(pack.folder))
 
@@ -123,7 +122,8 @@ def grade_controls(grader: Grader, controls: list[Control], workers: int = 1) ->
     """Each control's pass (True) or fail (False), or what went wrong running the grader (a text)."""
     if isinstance(grader, RegradeGrader):
         return _regrade_verdicts(grader, controls, workers)
-    if workers <= 1 or len(controls) < 2 * workers:
+    if not isinstance(grader, ValueGrader) or workers <= 1 or len(controls) < 2 * workers:
+        # a command or a callable runs here, where it was found (its module may not import elsewhere)
         return [_verdict(grader, control) for control in controls]
     context = multiprocessing.get_context("spawn")  # a fresh interpreter: no engine or lock inherited
     with ProcessPoolExecutor(workers, mp_context=context) as pool:
