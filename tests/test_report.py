@@ -174,3 +174,15 @@ def test_every_verdict_cell_reason_and_rule_kind_has_a_meaning():
     assert {rule.reason for rule in RULES} <= set(REASONS)
     assert meaning(RULES[0].id) == RULES[0].why  # a rule id means what its rule says
     assert meaning("no-such-reason") == "no description: see docs/grading.md"
+
+
+def test_tasks_in_only_one_condition_are_said(demo, tmp_path):
+    results, _, _, _ = demo
+    lines = results.read_text().splitlines()
+    kept = [lines[0]] + [line for line in lines[1:]
+                         if not (json.loads(line)["condition"] == "community" and json.loads(line)["task_id"] == "32293")]
+    partial = tmp_path / "partial.jsonl"
+    partial.write_text("\n".join(kept) + "\n")
+    page = tmp_path / "partial.html"
+    assert invoke("report", partial, "-o", page).exit_code == 0
+    assert "warning: 1 tasks are in only one of community and none, so out of its n." in page.read_text()

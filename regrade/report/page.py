@@ -145,9 +145,13 @@ def _comparisons(report: Report) -> str:
              f'<th class="group split" colspan="{span}">regraded</th></tr>'
              f'<tr>{_key_heads(report)}<th>condition</th><th class="num">n</th>{leaf}</tr></thead>'
              f"<tbody>{''.join(body)}</tbody></table></div>")
+    unpaired = "".join(
+        f'<p class="note">warning: {row["unpaired"]} tasks are in only one of {escape(row["condition"])} and '
+        f"{escape(report.baseline)}, so out of its n.</p>"
+        for row in rows if row["grading"] == "original" and row["unpaired"])
     return _section("comparisons", "Paired table against the baseline",
                     f'<div class="figure">{_clean_svg(forest_svg(rows, report.alpha))}</div>{table}'
-                    f'<p class="note">{escape(note(rows, report.alpha, percent=True))}</p>')
+                    f'<p class="note">{escape(note(rows, report.alpha, percent=True))}</p>{unpaired}')
 
 
 def _side(row: dict | None) -> str:
