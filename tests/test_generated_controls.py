@@ -158,8 +158,10 @@ def test_a_text_result_becomes_an_inline_string_with_its_characters():
 
     b1 = CellRef("Sheet1", 1, 2)
     xml = '<row r="1"><c r="A1" s="1"/><c r="B1" s="2" cm="1" t="str"><f>A1&amp;"x"</f><v>a&#10;b &lt;c&gt;</v></c></row>'
-    constant = cell_xml.as_constant(xml, b1)
-    assert constant == ('<row r="1"><c r="A1" s="1"/><c r="B1" s="2" t="inlineStr"><is><t xml:space="preserve">a\nb '
-                        '&lt;c&gt;</t></is></c></row>')
-    assert cell_xml.formula_text(cell_xml.find_cell(xml, b1)) == 'A1&"x"'
-    assert cell_xml.emptied(xml, CellRef("Sheet1", 1, 1)) == xml  # a self-closing empty cell stays as it is
+    cell = cell_xml.find_cell(xml, b1)
+    assert cell_xml.apply(xml, {"B1": cell_xml.as_constant(cell)}) == (
+        '<row r="1"><c r="A1" s="1"/><c r="B1" s="2" t="inlineStr"><is><t xml:space="preserve">a\nb '
+        '&lt;c&gt;</t></is></c></row>')
+    assert cell_xml.formula_text(cell) == 'A1&"x"'
+    a1 = cell_xml.find_cell(xml, CellRef("Sheet1", 1, 1))
+    assert cell_xml.apply(xml, {"A1": cell_xml.emptied(a1)}) == xml  # a self-closing empty cell stays as it is

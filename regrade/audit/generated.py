@@ -184,36 +184,33 @@ def write_candidates(case: TestCase, policy_name: str, folder: Path) -> tuple[li
     made: list[Candidate] = []
     skipped: list[NotChecked] = []
 
-    def write(category: str, edited: dict[str, str] | None, source: Path | None = None) -> None:
+    def write(category: str, elements: dict[CellRef, str] | None, source: Path | None = None) -> None:
         output = folder / f"{base}.{category}.xlsx"
         if source is not None:
             output.write_bytes(source.read_bytes())
         else:
-            assert edited is not None
-            cell_xml.write_edited(case.answer, output, {p: x for p, x in edited.items() if x != sheets[p]})
+            assert elements is not None
+            cell_xml.write_edited(case.answer, output, cell_xml.edited_parts(sheets, parts, elements))
         made.append(Candidate(f"{base}.{category}", case.task_id, case.case, category, output, answer,
                               case.position, case.answer_sheet))
 
     def skip(category: str, reason: str) -> None:
         skipped.append(NotChecked(case.task_id, case.case, reason, category))
 
-    cells = {t: cell_xml.find_cell(sheets[parts[t.sheet]], t) for t in targets}
-    present = {t: c for t, c in cells.items() if c is not None}
-    formulas = [t for t, c in present.items() if "<f" in (c.group("content") or "")]
+    index = {part: cell_xml.cells(xml) for part, xml in sheets.items()}
+    present = {t: c for t in targets if (c := index[parts[t.sheet]].get(t.coordinate)) is not None}
+    formulas = [t for t, c in present.items() if cell_xml.has_formula(c)]
     cached = [t for t in formulas if golden.value(t) is not None]
     if formulas and not cached:
         return [], [NotChecked(case.task_id, case.case, "the golden's answer formulas hold no cached values")]
     write("golden", None, case.answer)
     if formulas:
-        write("uncached", _each(sheets, parts, formulas, cell_xml.without_cache))
+        write("uncached", {t: cell_xml.without_cache(present[t]) for t in formulas})
         spelled = {t: _absolute(f) for t in formulas if not cell_xml.is_shared(present[t])
                    and (f := cell_xml.formula_text(present[t])) is not None}
         spelled = {t: s for t, s in spelled.items() if s != cell_xml.formula_text(present[t])}
         if spelled:
-            edited = dict(sheets)
-            for ref, spelling in spelled.items():
-                edited[parts[ref.sheet]] = cell_xml.respelled(edited[parts[ref.sheet]], ref, spelling)
-            write("absolute-references", edited)
+            write("absolute-references", {t: cell_xml.respelled(present[t], s) for t, s in spelled.items()})
         else:
             skip("absolute-references", "no relative cell reference outside a shared formula")
         changed = next((t for t in cached if cell_xml.FORMULA.search(present[t].group("content") or "")
@@ -221,27 +218,25 @@ def write_candidates(case: TestCase, policy_name: str, folder: Path) -> tuple[li
         if changed is not None:
             change = change_for(golden.value(changed))
             for category, keep in (("stale-cache", True), ("changed-uncached", False)):
-                edited = dict(sheets)
-                edited[parts[changed.sheet]] = cell_xml.with_formula(edited[parts[changed.sheet]], changed, change, keep)
-                write(category, edited)
+                write(category, {changed: cell_xml.with_formula(present[changed], change, keep)})
         else:
             for category in ("stale-cache", "changed-uncached"):
                 skip(category, "no answer formula with its own text and a value to change")
     else:
         for category in ("uncached", "absolute-references", "stale-cache", "changed-uncached"):
             skip(category, "no formula in the answer range")
-    reach = _shared_beyond(cells, set(targets))
+    reach = _shared_beyond(present, set(targets))
     if reach:
         for category in ("constants", "one-row-off", "empty-range"):
             skip(category, f"a shared formula at {reach} reaches beyond the answer range")
     else:
-        write("constants", _each(sheets, parts, formulas, cell_xml.as_constant))
-        if any(CellRef(t.sheet, t.row - 1, t.column) in cells for t in targets):
-            write("one-row-off", _shifted(sheets, parts, targets, cells))
+        write("constants", {t: cell_xml.as_constant(present[t]) for t in formulas})
+        if any(CellRef(t.sheet, t.row - 1, t.column) in present for t in present):
+            write("one-row-off", _shifted(present, set(targets)))
         else:
             skip("one-row-off", "a one-row answer range")
-        write("empty-range", _each(sheets, parts, targets, cell_xml.emptied))
-    perturbed = _perturbed(sheets, parts, targets, cells, golden)
+        write("empty-range", {t: cell_xml.emptied(c) for t, c in present.items()})
+    perturbed = _perturbed(targets, present, golden)
     if perturbed is None:
         skip("perturbed-constant", "no answer cell whose value can be changed on its own")
     else:
@@ -296,59 +291,41 @@ def not_checked_of(folder: Path) -> list[dict]:
 # --- the edits -------------------------------------------------------------------------------
 
 
-def _each(sheets: dict[str, str], parts: dict[str, str], refs: list[CellRef], edit) -> dict[str, str]:
-    edited = dict(sheets)
-    for ref in refs:
-        edited[parts[ref.sheet]] = edit(edited[parts[ref.sheet]], ref)
-    return edited
-
-
-def _shifted(sheets: dict[str, str], parts: dict[str, str], targets: list[CellRef], cells: dict) -> dict[str, str]:
-    """Each answer cell given the content the golden holds one row up (the top row emptied);
+def _shifted(present: dict[CellRef, cell_xml.Cell], graded: set[CellRef]) -> dict[CellRef, str]:
+    """Each answer cell given the value the golden holds one row up (the top row emptied);
     cells the sheet XML does not hold stay empty."""
-    graded = set(targets)
-    edited = dict(sheets)
-    for ref in targets:
-        if cells[ref] is None:
-            continue
-        above = CellRef(ref.sheet, ref.row - 1, ref.column)
-        source = cells.get(above) if above in graded else None
-        edited[parts[ref.sheet]] = cell_xml.copied_from(edited[parts[ref.sheet]], ref, source)
-    return edited
+    return {ref: cell_xml.copied_from(cell, present.get(above) if (above := CellRef(ref.sheet, ref.row - 1, ref.column))
+                                      in graded else None)
+            for ref, cell in present.items()}
 
 
-def _perturbed(sheets: dict[str, str], parts: dict[str, str], targets: list[CellRef], cells: dict,
-               golden) -> dict[str, str] | None:
+def _perturbed(targets: list[CellRef], present: dict[CellRef, cell_xml.Cell], golden) -> dict[CellRef, str] | None:
     """The first answer cell holding a constant changed (a number + 1, a text + "x", a boolean
     negated); else the first formula's cached value so changed, as a constant."""
-    order = sorted(targets, key=lambda t: "<f" in ((cells[t] and cells[t].group("content")) or ""))
+    order = sorted((t for t in targets if t in present), key=lambda t: cell_xml.has_formula(present[t]))
     for ref in order:
-        cell = cells[ref]
-        if cell is None or cell.group("content") is None or cell_xml.shared_master_range(cell):
+        cell = present[ref]
+        if cell.group("content") is None or cell_xml.shared_master_range(cell):
             continue
         value = golden.value(ref)
-        xml = sheets[parts[ref.sheet]]
         kind, text = cell_xml.cell_type(cell), cell_xml.cached_text(cell)
         if isinstance(value, bool):
-            changed = cell_xml.with_boolean(xml, ref, not value)
-        elif kind in ("n", "d") and text not in (None, ""):
+            return {ref: cell_xml.with_boolean(cell, not value)}
+        if kind in ("n", "d") and text not in (None, ""):
             try:
-                changed = cell_xml.with_number(xml, ref, repr(float(text) + 1))
+                return {ref: cell_xml.with_number(cell, repr(float(text or "") + 1))}
             except ValueError:
                 continue
-        elif isinstance(value, str) and kind in ("s", "str", "inlineStr"):
-            changed = cell_xml.with_text(xml, ref, value + "x")
-        else:
-            continue
-        return {**sheets, parts[ref.sheet]: changed}
+        if isinstance(value, str) and kind in ("s", "str", "inlineStr"):
+            return {ref: cell_xml.with_text(cell, value + "x")}
     return None
 
 
-def _shared_beyond(cells: dict, graded: set[CellRef]) -> str | None:
+def _shared_beyond(present: dict[CellRef, cell_xml.Cell], graded: set[CellRef]) -> str | None:
     """The first answer cell starting a shared formula whose range reaches past the answer range
     (its followers outside would lose the formula they copy)."""
-    for ref, cell in cells.items():
-        if cell is None or (reach := cell_xml.shared_master_range(cell)) is None:
+    for ref, cell in present.items():
+        if (reach := cell_xml.shared_master_range(cell)) is None:
             continue
         first, _, last = reach.partition(":")
         top, bottom = _cell_of(ref.sheet, first), _cell_of(ref.sheet, last or first)

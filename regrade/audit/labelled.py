@@ -28,7 +28,7 @@ from pathlib import Path
 from regrade.grading.grade import GoldenError, load_golden
 from regrade.grading.policies import Policy, TargetError
 from regrade.values import CellRef, ExcelError
-from regrade.workbook.cell_xml import FORMULA, find_cell, with_formula, without_cache, write_edited
+from regrade.workbook import cell_xml
 from regrade.workbook.sheets import sheet_parts
 
 LABELS = {"excel": True, "uncached": True, "changed-stale": False, "changed-uncached": False}  # label: correct?
@@ -63,31 +63,33 @@ def make_labelled(answer: Path, position: str, answer_sheet: str | None, policy:
     with zipfile.ZipFile(answer) as archive:
         parts = dict(sheet_parts(archive))
         sheets = {part: archive.read(part).decode("utf-8") for part in {parts[t.sheet] for t in formulas if t.sheet in parts}}
-    changed = next((t for t in formulas if _changeable(sheets[parts[t.sheet]], t, golden.value(t))), None)
+    index = {part: cell_xml.cells(xml) for part, xml in sheets.items()}
+
+    def cell(ref: CellRef) -> cell_xml.Cell | None:
+        return index[parts[ref.sheet]].get(ref.coordinate)
+
+    changed = next((t for t in formulas if _changeable(cell(t), golden.value(t))), None)
     outputs = {}
     for label in LABELS:
         if label.startswith("changed") and changed is None:
             continue
-        edited = dict(sheets)
-        if label.startswith("changed") and changed is not None:
-            part = parts[changed.sheet]
-            edited[part] = with_formula(edited[part], changed, change_for(golden.value(changed)),
-                                        keep_cache=label == "changed-stale")
-        if label != "excel" and label != "changed-stale":
-            for ref in formulas:
-                edited[parts[ref.sheet]] = without_cache(edited[parts[ref.sheet]], ref)
+        elements: dict[CellRef, str] = {}
+        if label in ("uncached", "changed-uncached"):
+            elements = {ref: cell_xml.without_cache(found) for ref in formulas if (found := cell(ref)) is not None}
+        if label.startswith("changed") and changed is not None and (found := cell(changed)) is not None:
+            elements[changed] = cell_xml.with_formula(found, change_for(golden.value(changed)),
+                                                      keep_cache=label == "changed-stale")
         target = folder / label / name
         target.parent.mkdir(parents=True, exist_ok=True)
-        write_edited(answer, target, {part: text for part, text in edited.items() if text != sheets[part]})
+        cell_xml.write_edited(answer, target, cell_xml.edited_parts(sheets, parts, elements))
         outputs[label] = target
     return Labelled(outputs, changed)
 
 
-def _changeable(xml: str, ref: CellRef, cached: object) -> bool:
+def _changeable(cell: cell_xml.Cell | None, cached: object) -> bool:
     """A formula written with its text (a plain one, an array's, a shared formula's first cell:
     its followers change with it) whose cached value is a number, text or a boolean."""
-    cell = find_cell(xml, ref)
-    return (cell is not None and FORMULA.search(cell.group("content") or "") is not None
+    return (cell is not None and cell_xml.FORMULA.search(cell.group("content") or "") is not None
             and cached is not None and not isinstance(cached, ExcelError))
 
 
