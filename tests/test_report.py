@@ -186,3 +186,15 @@ def test_tasks_in_only_one_condition_are_said(demo, tmp_path):
     page = tmp_path / "partial.html"
     assert invoke("report", partial, "-o", page).exit_code == 0
     assert "warning: 1 tasks are in only one of community and none, so out of its n." in page.read_text()
+
+
+def test_the_plot_is_the_same_svg_for_the_same_rows():
+    from regrade.paired.tables import paired_table
+    from regrade.report.forest import forest_svg
+
+    records = [{"stack": "s", "benchmark": "b", "condition": c, "task_id": str(i), "passed": (i + len(c)) % 3 == 0}
+               for c in ("none", "skills", "tools") for i in range(12)]
+    rows = [r.as_row() for r in paired_table(records, "none")]
+    first = forest_svg(rows)
+    assert first == forest_svg(rows) and first.startswith("<svg")
+    assert "skills" in first and "tools" in first  # the labels are text in the SVG, not paths

@@ -10,11 +10,6 @@ from __future__ import annotations
 
 import io
 
-import matplotlib
-
-matplotlib.use("svg")
-import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
-
 STYLE = {"original": {"color": "#8a8a8a", "marker": "o", "label": "original grades"},
          "regraded": {"color": "#1f5fa8", "marker": "s", "label": "regraded"}}
 OFFSET = {"original": 0.17, "regraded": -0.17}  # original above, regraded below on each row
@@ -22,12 +17,17 @@ OFFSET = {"original": 0.17, "regraded": -0.17}  # original above, regraded below
 
 def forest_svg(rows: list[dict], alpha: float = 0.05) -> str:
     """An SVG forest plot of comparison rows (:meth:`Comparison.as_row`), delta in percentage points."""
+    # here, not at import: every other command starts without matplotlib. A Figure of its own,
+    # not pyplot: a program that calls this keeps its own backend and figures.
+    from matplotlib import rc_context
+    from matplotlib.figure import Figure
     labels = _labels(rows)
     order = list(dict.fromkeys(labels))
     height = 1.1 + 0.55 * len(order)
-    with plt.rc_context({"svg.hashsalt": "regrade", "svg.fonttype": "none", "font.size": 10,
+    with rc_context({"svg.hashsalt": "regrade", "svg.fonttype": "none", "font.size": 10,
                          "font.family": "sans-serif"}):
-        figure, axes = plt.subplots(figsize=(7.5, height))
+        figure = Figure(figsize=(7.5, height))
+        axes = figure.subplots()
         axes.axvline(0, color="#444444", linewidth=0.8, zorder=1)
         for grading, style in STYLE.items():
             chosen = [(labels[i], r) for i, r in enumerate(rows) if r["grading"] == grading]
@@ -51,7 +51,6 @@ def forest_svg(rows: list[dict], alpha: float = 0.05) -> str:
         figure.tight_layout()
         buffer = io.StringIO()
         figure.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
-        plt.close(figure)
     text = buffer.getvalue()
     return text[text.index("<svg"):]  # the element alone: no XML declaration or DOCTYPE inside HTML
 
