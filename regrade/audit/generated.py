@@ -56,8 +56,7 @@ from openpyxl.utils.cell import column_index_from_string
 
 from regrade.audit.controls import MANIFEST, PackError, write_manifest
 from regrade.audit.labelled import change_for
-from regrade.engines.cached import CachedEngine
-from regrade.grading.grade import GoldenError, grade_case, load_golden
+from regrade.grading.grade import GoldenError, load_golden
 from regrade.grading.policies import TargetError, get_policy
 from regrade.provenance import regrade_version, sha256_file
 from regrade.runs.cases import Case, RunError, golden_files, input_file, load_dataset, task_fields
@@ -107,6 +106,7 @@ class Candidate:
     answer: Path
     answer_position: str
     answer_sheet: str | None
+    has_formulas: bool  # whether a graded cell of it holds a formula (then only an engine can say its value)
 
     @property
     def kind(self) -> str:
@@ -184,15 +184,18 @@ def write_candidates(case: TestCase, policy_name: str, folder: Path) -> tuple[li
     made: list[Candidate] = []
     skipped: list[NotChecked] = []
 
-    def write(category: str, elements: dict[CellRef, str] | None, source: Path | None = None) -> None:
+    def write(category: str, elements: dict[CellRef, str] | None, source: Path | None = None,
+              has_formulas: bool | None = None) -> None:
         output = folder / f"{base}.{category}.xlsx"
         if source is not None:
             output.write_bytes(source.read_bytes())
         else:
             assert elements is not None
             cell_xml.write_edited(case.answer, output, cell_xml.edited_parts(sheets, parts, elements))
+            has_formulas = any(cell_xml.has_formula(_as_cell(elements[t]) if t in elements else present[t])
+                               for t in formulas)
         made.append(Candidate(f"{base}.{category}", case.task_id, case.case, category, output, answer,
-                              case.position, case.answer_sheet))
+                              case.position, case.answer_sheet, bool(has_formulas)))
 
     def skip(category: str, reason: str) -> None:
         skipped.append(NotChecked(case.task_id, case.case, reason, category))
@@ -203,7 +206,7 @@ def write_candidates(case: TestCase, policy_name: str, folder: Path) -> tuple[li
     cached = [t for t in formulas if golden.value(t) is not None]
     if formulas and not cached:
         return [], [NotChecked(case.task_id, case.case, "the golden's answer formulas hold no cached values")]
-    write("golden", None, case.answer)
+    write("golden", None, case.answer, has_formulas=bool(formulas))
     if formulas:
         write("uncached", {t: cell_xml.without_cache(present[t]) for t in formulas})
         spelled = {t: _absolute(f) for t in formulas if not cell_xml.is_shared(present[t])
@@ -244,25 +247,42 @@ def write_candidates(case: TestCase, policy_name: str, folder: Path) -> tuple[li
     if case.input is None:
         skip("do-nothing", "no input file")
     else:
-        write("do-nothing", None, case.input)
+        write("do-nothing", None, case.input, has_formulas=_holds_formulas(case.input, targets))
     return made, skipped
 
 
-def value_truth(candidate: Candidate, policy_name: str) -> bool | None:
-    """The policy's comparison of the control's stored values with the golden's: the truth of
-    a control whose answer range holds only constants (None: it cannot be read)."""
-    graded = grade_case(candidate.as_case(), get_policy(policy_name), CachedEngine(), CachedEngine(read_formulas=False))
-    return graded.passed
+def _as_cell(element: str) -> cell_xml.Cell:
+    """A written element read back as a cell."""
+    found = cell_xml.CELL.match(element)
+    assert found is not None, element
+    return found
 
 
-def has_graded_formulas(candidate: Candidate, policy_name: str) -> bool:
-    """Whether any graded cell of the control holds a formula (then only an engine can say its value)."""
-    golden = load_golden(candidate.output)
+def _holds_formulas(workbook: Path, targets: list[CellRef]) -> bool:
+    """Whether any of ``targets`` holds a formula in ``workbook`` (a file that cannot be read: True,
+    so that only an engine would judge it)."""
     try:
-        targets = golden.targets(get_policy(policy_name), candidate.answer_position, candidate.answer_sheet)
-    except (GoldenError, TargetError):
-        return False
-    return any(golden.is_formula(t) for t in targets)
+        with zipfile.ZipFile(workbook) as archive:
+            parts = dict(sheet_parts(archive))
+            index = {part: cell_xml.cells(archive.read(part).decode("utf-8"))
+                     for part in {parts[t.sheet] for t in targets if t.sheet in parts}}
+    except (OSError, zipfile.BadZipFile, KeyError, UnicodeDecodeError):
+        return True
+    return any(t.sheet in parts and (c := index[parts[t.sheet]].get(t.coordinate)) is not None
+               and cell_xml.has_formula(c) for t in targets)
+
+
+def _left_out(candidate: Candidate, record: dict) -> str | None:
+    """Why a control is not kept, from regrade's rescore of it (None: it is kept)."""
+    if not candidate.has_formulas:  # constants: the value-only grade is the truth
+        truth = record["shallow_pass"]
+        if truth is (candidate.kind == "positive"):
+            return None
+        return "its values equal the golden's" if truth else "its values do not pass against the golden"
+    if record["full_pass"] is None:
+        reasons = ", ".join(record.get("reasons") or []) or "no reason"
+        return f"regrade's engines did not decide it ({record['verdict']}: {reasons})"
+    return None
 
 
 def seal(folder: Path, kept: list[Candidate], not_checked: list[NotChecked], settings: dict, source: dict) -> str:
@@ -400,29 +420,21 @@ def generate_pack(dataset: Path, folder: Path, settings: RescoreSettings, tasks:
                                                                      f"{type(exc).__name__}: {exc}")]
         candidates += made
         not_checked += skipped
-    kept, by_engines = [], []
+    # one rescore of every control: its value-only grade is the truth where the answer range holds
+    # only constants; where it holds formulas, the engines must decide it
+    unjudgeable = "the input's answer range holds formulas: only an engine could say whether it differs"
     for candidate in candidates:
-        if not has_graded_formulas(candidate, settings.policy):
-            truth = value_truth(candidate, settings.policy)
-            if truth is (candidate.kind == "positive"):
-                kept.append(candidate)
-            else:
-                said = "equal the golden's" if truth else "do not pass against the golden"
-                not_checked.append(NotChecked(candidate.task_id, candidate.case, f"its values {said}",
-                                              candidate.category))
-        elif candidate.category == "do-nothing":
-            not_checked.append(NotChecked(candidate.task_id, candidate.case, "the input's answer range holds formulas: "
-                                          "only an engine could say whether it differs", candidate.category))
-        else:
-            by_engines.append(candidate)
-    records = rescore_run([c.as_case() for c in by_engines], settings, workers, cache)
-    for candidate, record in zip(by_engines, records):
-        if record["full_pass"] is None:
-            reasons = ", ".join(record.get("reasons") or []) or "no reason"
-            not_checked.append(NotChecked(candidate.task_id, candidate.case, f"regrade's engines did not decide it "
-                                          f"({record['verdict']}: {reasons})", candidate.category))
-        else:
+        if candidate.category == "do-nothing" and candidate.has_formulas:
+            not_checked.append(NotChecked(candidate.task_id, candidate.case, unjudgeable, candidate.category))
+    checked = [c for c in candidates if not (c.category == "do-nothing" and c.has_formulas)]
+    records = rescore_run([c.as_case() for c in checked], settings, workers, cache)
+    kept = []
+    for candidate, record in zip(checked, records):
+        left_out = _left_out(candidate, record)
+        if left_out is None:
             kept.append(candidate)
+        else:
+            not_checked.append(NotChecked(candidate.task_id, candidate.case, left_out, candidate.category))
     kept.sort(key=lambda c: (c.task_id, c.case, list(CATEGORIES).index(c.category)))
     generator = {"tasks": tasks, "seed": seed, "policy": settings.policy, "engines": list(settings.engines),
                  "timeout_s": settings.timeout_s, "quorum": settings.quorum, "categories": list(CATEGORIES)}
