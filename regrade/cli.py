@@ -25,7 +25,7 @@ from regrade.paired import diff
 from regrade.grading.policies import POLICIES, get_policy
 from regrade.audit.benchmark import RECALC_ENGINES, SEVERITIES, audit_benchmark
 from regrade.audit.generated import CATEGORIES as CONTROL_CATEGORIES
-from regrade.audit.generated import generate_pack
+from regrade.audit.generated import generate_pack, test_cases
 from regrade.audit.grader import AUDIT_COLUMNS, audit_grader, audit_table
 from regrade.audit.conformance import benchmark_files, conformance, folder_files, percentile
 from regrade.audit.controls import PACK as CONTROL_PACK
@@ -910,7 +910,11 @@ def audit_grader_command(names, command, callable_target, threshold, label, pack
             pack = generated_pack(controls_from, folder, tasks, seed, workers)
         else:
             pack = load_pack(pack_dir or CONTROL_PACK, expect_digest)
-        reports = [audit_grader(grader, pack, workers).as_json() for grader in graders]
+        reports = []
+        for grader in graders:
+            with progress(len(pack.controls), f"controls graded by {grader.name}") as shown:
+                reports.append(audit_grader(grader, pack, workers,
+                                            lambda control: shown.advance(f"{grader.name} {control.id}")).as_json())
     _show_grader_audits(reports, fmt)
     errored = [r for r in reports if r["errors"]]
     for report in errored:
@@ -927,7 +931,17 @@ def generated_pack(dataset: Path, folder: Path, tasks: int | None, seed: int, wo
     settings = RescoreSettings(policy="spreadsheetbench", shallow="cached", engines=tuple(engines),
                                timeout_s=DEFAULT_TIMEOUT_S, quorum=default_quorum(len(engines)))
     started = time.monotonic()
-    made = generate_pack(dataset, folder, settings, tasks, seed, workers, ResultCache(default_cache_dir()))
+    with contextlib.ExitStack() as displays:
+        written = displays.enter_context(progress(len(test_cases(dataset, tasks, seed)[0]), "test cases written"))
+
+        def check(count: int) -> Callable[[int, dict, bool], None]:
+            displays.close()  # the writing is done
+            checking = displays.enter_context(progress(count, "controls checked"))
+            return lambda index, record, cached: checking.advance(
+                f"{record['condition']} {record['task_id']}-{record['case']}: {record['verdict']}", cached)
+
+        made = generate_pack(dataset, folder, settings, tasks, seed, workers, ResultCache(default_cache_dir()),
+                             lambda case: written.advance(f"{case.task_id}-{case.case}"), check)
     by_kind = Counter(CONTROL_CATEGORIES[c.category][0] for c in made.kept)
     reasons = Counter(n.reason.split(" (")[0] for n in made.not_checked)
     click.echo(f"generated {len(made.kept)} controls ({by_kind['positive']} positive, {by_kind['negative']} negative) "

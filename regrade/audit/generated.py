@@ -49,7 +49,7 @@ import re
 import zipfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from openpyxl.formula.tokenizer import Token, Tokenizer
 from openpyxl.utils.cell import column_index_from_string
@@ -400,11 +400,15 @@ def _in_sheet(column: str, row: int) -> bool:
 
 
 def generate_pack(dataset: Path, folder: Path, settings: RescoreSettings, tasks: int | None = None, seed: int = 0,
-                  workers: int = 1, cache: ResultCache | None = None) -> GeneratedPack:
+                  workers: int = 1, cache: ResultCache | None = None,
+                  on_case: Callable[[TestCase], None] | None = None,
+                  on_check: Callable[[int], Callable[[int, dict, bool], None]] | None = None) -> GeneratedPack:
     """Generate, check and seal the controls of ``dataset`` in ``folder`` (which must be empty or new).
 
     ``settings`` are regrade's rescore settings: its policy grades the controls, its engines
-    confirm those whose answer range holds formulas (in a pool of ``workers``, cached)."""
+    confirm those whose answer range holds formulas (in a pool of ``workers``, cached).
+    ``on_case`` is called as each test case's controls are written; ``on_check(count)`` once they
+    all are, returning what is called as each control is checked (``rescore_run``'s ``on_record``)."""
     from regrade.runner import rescore_run
 
     if folder.exists() and any(folder.iterdir()):
@@ -420,6 +424,8 @@ def generate_pack(dataset: Path, folder: Path, settings: RescoreSettings, tasks:
                                                                      f"{type(exc).__name__}: {exc}")]
         candidates += made
         not_checked += skipped
+        if on_case is not None:
+            on_case(case)
     # one rescore of every control: its value-only grade is the truth where the answer range holds
     # only constants; where it holds formulas, the engines must decide it
     unjudgeable = "the input's answer range holds formulas: only an engine could say whether it differs"
@@ -427,7 +433,8 @@ def generate_pack(dataset: Path, folder: Path, settings: RescoreSettings, tasks:
         if candidate.category == "do-nothing" and candidate.has_formulas:
             not_checked.append(NotChecked(candidate.task_id, candidate.case, unjudgeable, candidate.category))
     checked = [c for c in candidates if not (c.category == "do-nothing" and c.has_formulas)]
-    records = rescore_run([c.as_case() for c in checked], settings, workers, cache)
+    on_record = on_check(len(checked)) if on_check is not None else None
+    records = rescore_run([c.as_case() for c in checked], settings, workers, cache, on_record)
     kept = []
     for candidate, record in zip(checked, records):
         left_out = _left_out(candidate, record)

@@ -21,6 +21,7 @@ import multiprocessing
 from collections import defaultdict
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
+from typing import Callable
 
 from regrade.audit.controls import Control, ControlPack
 from regrade.audit.generated import not_checked_of
@@ -96,11 +97,13 @@ def rate_interval(wrong: int, judged: int) -> tuple[float | None, float | None]:
     return max(0.0, lower), min(1.0, upper)
 
 
-def audit_grader(grader: Grader, pack: ControlPack, workers: int = 1) -> GraderAudit:
-    """Run ``grader`` on every control of ``pack`` (in ``workers`` processes)."""
+def audit_grader(grader: Grader, pack: ControlPack, workers: int = 1,
+                 on_control: Callable[[Control], None] | None = None) -> GraderAudit:
+    """Run ``grader`` on every control of ``pack`` (in ``workers`` processes); ``on_control`` is
+    called as each is graded."""
     by_category: dict[tuple[str, str], CategoryAudit] = {}
     errors: dict[str, str] = {}
-    for control, verdict in zip(pack.controls, grade_controls(grader, pack.controls, workers)):
+    for control, verdict in zip(pack.controls, grade_controls(grader, pack.controls, workers, on_control)):
         row = by_category.setdefault((control.kind, control.category), CategoryAudit(control.category, control.kind))
         row.probes += 1
         if isinstance(verdict, str):  # the grader could not judge this control: an error of it, not a fail
@@ -118,16 +121,26 @@ def audit_grader(grader: Grader, pack: ControlPack, workers: int = 1) -> GraderA
                        not_checked_of(pack.folder))
 
 
-def grade_controls(grader: Grader, controls: list[Control], workers: int = 1) -> list[bool | str]:
+def grade_controls(grader: Grader, controls: list[Control], workers: int = 1,
+                   on_control: Callable[[Control], None] | None = None) -> list[bool | str]:
     """Each control's pass (True) or fail (False), or what went wrong running the grader (a text)."""
+    told = on_control or (lambda control: None)
     if isinstance(grader, RegradeGrader):
-        return _regrade_verdicts(grader, controls, workers)
+        return _regrade_verdicts(grader, controls, workers, told)
     if not isinstance(grader, ValueGrader) or workers <= 1 or len(controls) < 2 * workers:
         # a command or a callable runs here, where it was found (its module may not import elsewhere)
-        return [_verdict(grader, control) for control in controls]
+        verdicts = []
+        for control in controls:
+            verdicts.append(_verdict(grader, control))
+            told(control)
+        return verdicts
     context = multiprocessing.get_context("spawn")  # a fresh interpreter: no engine or lock inherited
     with ProcessPoolExecutor(workers, mp_context=context) as pool:
-        return list(pool.map(_verdict, [grader] * len(controls), controls, chunksize=8))
+        verdicts = []
+        for control, verdict in zip(controls, pool.map(_verdict, [grader] * len(controls), controls, chunksize=8)):
+            verdicts.append(verdict)
+            told(control)
+        return verdicts
 
 
 def _verdict(grader: Grader, control: Control) -> bool | str:
@@ -137,7 +150,8 @@ def _verdict(grader: Grader, control: Control) -> bool | str:
         return str(exc) if isinstance(exc, GraderFailure) else f"{type(exc).__name__}: {exc}"
 
 
-def _regrade_verdicts(grader: RegradeGrader, controls: list[Control], workers: int) -> list[bool | str]:
+def _regrade_verdicts(grader: RegradeGrader, controls: list[Control], workers: int,
+                      told: Callable[[Control], None]) -> list[bool | str]:
     """regrade's grader over the controls as one rescore run: its pool, limits and results cache."""
     from regrade.runner import RescoreSettings, ResultCache, default_cache_dir, rescore_run
     from regrade.runs.cases import Case
@@ -146,7 +160,8 @@ def _regrade_verdicts(grader: RegradeGrader, controls: list[Control], workers: i
                                timeout_s=grader.timeout_s, quorum=grader.settings()["quorum"])
     cases = [Case(condition=c.category, task_id=c.task_id or c.id, case=1, output_path=c.output, answer_path=c.answer,
                   answer_position=c.answer_position, answer_sheet=c.answer_sheet) for c in controls]
-    records = rescore_run(cases, settings, workers, ResultCache(default_cache_dir()))
+    records = rescore_run(cases, settings, workers, ResultCache(default_cache_dir()),
+                          lambda index, record, cached: told(controls[index]))
     return [r["full_pass"] is True for r in records]
 
 
