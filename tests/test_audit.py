@@ -139,7 +139,7 @@ def test_reports_made_with_different_packs_say_so(pack):
 def test_the_grader_audit_command_prints_the_documented_json(pack):
     result = CliRunner().invoke(main, ["audit", "grader", "spreadsheetbench-official", "--format", "json"])
     assert result.exit_code == 0, result.output
-    data = json.loads(result.output)
+    data = json.loads(result.stdout)  # progress goes to stderr
     assert data["grader"] == "spreadsheetbench-official" and data["pack_digest"] == pack.digest
     assert data["settings"]["policy"] == "spreadsheetbench-official" and data["regrade_version"]
     uncomputed = next(c for c in data["categories"] if c["category"] == "uncomputed-formula")
