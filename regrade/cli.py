@@ -845,7 +845,7 @@ def audit_benchmark_command(ctx, folder, grader, recalc, fail_on, workers, limit
 @click.option("--threshold", type=float, help="The score a --command or --callable grader needs to pass.")
 @click.option("--name", "label", help="What reports call a --command or --callable grader (default: command, callable).")
 @click.option("--pack", "pack_dir", type=click.Path(path_type=Path, file_okay=False), default=None,
-              help=f"A sealed control pack: the hand-made one ({CONTROL_PACK}, the default) or one generated with "
+              help="A sealed control pack: the hand-made one (fixtures/controls, the default) or one generated with "
                    "--controls-from --pack-out.")
 @click.option("--expect-digest", metavar="DIGEST", help="Refuse to run unless the pack's digest is this one.")
 @click.option("--controls-from", "controls_from", type=click.Path(path_type=Path, file_okay=False),
