@@ -579,7 +579,7 @@ def report_command(results, output, baseline, ci, alpha, correction, test, title
 
 
 @main.command("demo")
-@click.option("--run", "run_dir", type=click.Path(path_type=Path, file_okay=False), default=demo_run.DEMO_RUN, show_default=True, help="A demo run folder (dataset/ and outputs/<condition>/).")
+@click.option("--run", "run_dir", type=click.Path(path_type=Path, file_okay=False), default=demo_run.DEMO_RUN, show_default="fixtures/demo-run", help="A demo run folder (dataset/ and outputs/<condition>/).")
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), help="Keep the results file here (default: a temporary file).")
 @click.option("--engines", "engine_names", metavar="NAMES", help=f"Comma-separated full engines. Default: {DEFAULT_ENGINES_HELP}.")
 @library_errors
