@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from openpyxl.formula.tokenizer import Token, Tokenizer
-from openpyxl.utils.cell import column_index_from_string
+from openpyxl.utils.cell import column_index_from_string, range_boundaries
 
 from regrade.audit.controls import MANIFEST, PackError, write_manifest
 from regrade.audit.labelled import change_for
@@ -192,8 +192,7 @@ def write_candidates(case: TestCase, policy_name: str, folder: Path) -> tuple[li
         else:
             assert elements is not None
             cell_xml.write_edited(case.answer, output, cell_xml.edited_parts(sheets, parts, elements))
-            has_formulas = any(cell_xml.has_formula(_as_cell(elements[t]) if t in elements else present[t])
-                               for t in formulas)
+            has_formulas = any(t not in elements or "<f" in elements[t] for t in formulas)
         made.append(Candidate(f"{base}.{category}", case.task_id, case.case, category, output, answer,
                               case.position, case.answer_sheet, bool(has_formulas)))
 
@@ -249,13 +248,6 @@ def write_candidates(case: TestCase, policy_name: str, folder: Path) -> tuple[li
     else:
         write("do-nothing", None, case.input, has_formulas=_holds_formulas(case.input, targets))
     return made, skipped
-
-
-def _as_cell(element: str) -> cell_xml.Cell:
-    """A written element read back as a cell."""
-    found = cell_xml.CELL.match(element)
-    assert found is not None, element
-    return found
 
 
 def _holds_formulas(workbook: Path, targets: list[CellRef]) -> bool:
@@ -347,19 +339,11 @@ def _shared_beyond(present: dict[CellRef, cell_xml.Cell], graded: set[CellRef]) 
     for ref, cell in present.items():
         if (reach := cell_xml.shared_master_range(cell)) is None:
             continue
-        first, _, last = reach.partition(":")
-        top, bottom = _cell_of(ref.sheet, first), _cell_of(ref.sheet, last or first)
-        for row in range(top.row, bottom.row + 1):
-            for column in range(top.column, bottom.column + 1):
-                if CellRef(ref.sheet, row, column) not in graded:
-                    return ref.coordinate
+        left, top, right, bottom = range_boundaries(reach)
+        if None in (left, top, right, bottom) or any(CellRef(ref.sheet, row, column) not in graded
+               for row in range(top or 1, (bottom or 0) + 1) for column in range(left or 1, (right or 0) + 1)):
+            return ref.coordinate
     return None
-
-
-def _cell_of(sheet: str, coordinate: str) -> CellRef:
-    found = re.fullmatch(r"\$?([A-Z]{1,3})\$?(\d+)", coordinate)
-    assert found, coordinate
-    return CellRef(sheet, int(found.group(2)), column_index_from_string(found.group(1)))
 
 
 _POINT = re.compile(r"\$?([A-Za-z]{1,3})\$?(\d+)")

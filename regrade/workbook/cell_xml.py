@@ -61,12 +61,6 @@ def edited_parts(sheets: dict[str, str], parts: dict[str, str], elements: dict[C
     return {part: xml for part, xml in rewritten.items() if xml != sheets[part]}
 
 
-def edit(xml: str, ref: CellRef, element) -> str:
-    """``xml`` with the one cell ``ref`` replaced by ``element(cell)`` (unchanged if the XML lacks it)."""
-    cell = find_cell(xml, ref)
-    return xml if cell is None else apply(xml, {ref.coordinate: element(cell)})
-
-
 # --- reading a cell ----------------------------------------------------------------------------
 
 
