@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from regrade.audit.controls import PackError, load_pack
-from regrade.audit.generated import CATEGORIES, _absolute, generate_pack
+from regrade.audit.generated import CATEGORIES, Candidate, _absolute, _left_out, generate_pack
 from regrade.audit.grader import audit_grader, rate_interval
 from regrade.cli import main
 from regrade.engines.registry import default_full_engines
@@ -86,6 +86,16 @@ def test_what_cannot_be_certain_is_left_out_and_said(pack):
     assert left == {**{("34469", case, "one-row-off"): "a one-row answer range" for case in (1, 2, 3)},
                     **{(task, case, "do-nothing"): "the input's answer range holds formulas: only an engine could say "
                        "whether it differs" for task in ("34469", "37086") for case in (1, 2, 3)}}
+
+
+def test_a_control_regrade_could_not_grade_is_left_out_with_its_reason(tmp_path):
+    # a golden regrade calls invalid (as SpreadsheetBench task 52450's) grades none of its controls:
+    # the reason says so, not that the values differ
+    control = Candidate("t-1.empty-range", "t", 1, "empty-range", tmp_path / "o.xlsx", tmp_path / "a.xlsx",
+                        "A1", None, has_formulas=False)
+    record = {"shallow_pass": None, "full_pass": None, "verdict": "invalid-golden", "reasons": ["invalid-golden"]}
+    assert _left_out(control, record) == "regrade could not grade it (invalid-golden: invalid-golden)"
+    assert _left_out(control, {**record, "shallow_pass": False, "full_pass": False, "verdict": "confirmed-fail"}) is None
 
 
 def test_the_official_grader_and_regrade_on_the_generated_pack(pack):

@@ -266,6 +266,9 @@ def _holds_formulas(workbook: Path, targets: list[CellRef]) -> bool:
 
 def _left_out(candidate: Candidate, record: dict) -> str | None:
     """Why a control is not kept, from regrade's rescore of it (None: it is kept)."""
+    if record["shallow_pass"] is None and record["full_pass"] is None:  # neither grade was made
+        reasons = ", ".join(record.get("reasons") or []) or "no reason"
+        return f"regrade could not grade it ({record['verdict']}: {reasons})"
     if not candidate.has_formulas:  # constants: the value-only grade is the truth
         truth = record["shallow_pass"]
         if truth is (candidate.kind == "positive"):
