@@ -94,7 +94,10 @@ def test_a_control_regrade_could_not_grade_is_left_out_with_its_reason(tmp_path)
     control = Candidate("t-1.empty-range", "t", 1, "empty-range", tmp_path / "o.xlsx", tmp_path / "a.xlsx",
                         "A1", None, has_formulas=False)
     record = {"shallow_pass": None, "full_pass": None, "verdict": "invalid-golden", "reasons": ["invalid-golden"]}
-    assert _left_out(control, record) == "regrade could not grade it (invalid-golden: invalid-golden)"
+    assert _left_out(control, record) == "regrade did not decide it (invalid-golden: invalid-golden)"
+    # a TODAY() golden no day reproduces: its constants pass the value-only grade, but regrade decides nothing
+    dated = {**record, "shallow_pass": True, "reasons": ["dated-golden"]}
+    assert _left_out(control, dated) == "regrade did not decide it (invalid-golden: dated-golden)"
     assert _left_out(control, {**record, "shallow_pass": False, "full_pass": False, "verdict": "confirmed-fail"}) is None
 
 
@@ -160,6 +163,8 @@ def test_rate_intervals_match_statsmodels():
         lower, upper = proportion_confint(wrong, judged, alpha=0.05, method="wilson")
         assert rate_interval(wrong, judged) == pytest.approx((max(0.0, lower), min(1.0, upper)), abs=1e-12)
     assert rate_interval(0, 0) == (None, None)
+    # the ends are exact: none wrong of 280 gives a lower bound of 0, not the 8.6e-19 the formula rounds to
+    assert rate_interval(0, 280)[0] == 0.0 and rate_interval(272, 272)[1] == 1.0
 
 
 def test_a_text_result_becomes_an_inline_string_with_its_characters():

@@ -266,17 +266,14 @@ def _holds_formulas(workbook: Path, targets: list[CellRef]) -> bool:
 
 def _left_out(candidate: Candidate, record: dict) -> str | None:
     """Why a control is not kept, from regrade's rescore of it (None: it is kept)."""
-    if record["shallow_pass"] is None and record["full_pass"] is None:  # neither grade was made
+    if record["full_pass"] is None:  # an engine abstained, or the golden itself could not be judged
         reasons = ", ".join(record.get("reasons") or []) or "no reason"
-        return f"regrade could not grade it ({record['verdict']}: {reasons})"
+        return f"regrade did not decide it ({record['verdict']}: {reasons})"
     if not candidate.has_formulas:  # constants: the value-only grade is the truth
         truth = record["shallow_pass"]
         if truth is (candidate.kind == "positive"):
             return None
         return "its values equal the golden's" if truth else "its values do not pass against the golden"
-    if record["full_pass"] is None:
-        reasons = ", ".join(record.get("reasons") or []) or "no reason"
-        return f"regrade's engines did not decide it ({record['verdict']}: {reasons})"
     return None
 
 
