@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from regrade.paired.stats import adjust, mcnemar, mcnemar_exact, mcnemar_mid_p, newcombe_interval, wald_interval
+from regrade.paired.stats import adjust, mcnemar, mcnemar_exact, mcnemar_mid_p, newcombe_interval, wald_interval, wilson
 
 statsmodels = pytest.importorskip("statsmodels.stats.contingency_tables")
 scipy_stats = pytest.importorskip("scipy.stats")
@@ -99,3 +99,14 @@ def test_swapping_baseline_and_treatment_mirrors_the_interval(retained, regressi
         delta = (gains - regressions) / (retained + regressions + gains + residual)
         assert lower - 1e-12 <= delta <= upper + 1e-12
     assert mcnemar_exact(regressions, gains) == mcnemar_exact(gains, regressions)
+
+
+@given(st.integers(0, 300), st.integers(1, 300))
+def test_wilson_matches_statsmodels_and_is_exact_at_the_ends(successes, n):
+    from statsmodels.stats.proportion import proportion_confint
+
+    successes = min(successes, n)
+    lower, upper = wilson(successes, n)
+    assert (lower, upper) == pytest.approx(proportion_confint(successes, n, alpha=0.05, method="wilson"), abs=1e-12)
+    # none (all) of n: the bound is 0 (1) exactly, not the formula's rounding (8.6e-19 for 0 of 280)
+    assert (successes != 0 or lower == 0.0) and (successes != n or upper == 1.0)

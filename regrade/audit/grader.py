@@ -93,8 +93,8 @@ def rate_interval(wrong: int, judged: int) -> tuple[float | None, float | None]:
     """The Wilson 95% interval of wrong / judged, inside [0, 1] (None, None when nothing was judged)."""
     if not judged:
         return None, None
-    lower, upper = wilson(wrong, judged)  # exactly 0 (1) when nothing (everything) was wrong, not a rounding's 1e-19
-    return (0.0 if wrong == 0 else max(0.0, lower)), (1.0 if wrong == judged else min(1.0, upper))
+    lower, upper = wilson(wrong, judged)
+    return max(0.0, lower), min(1.0, upper)
 
 
 def audit_grader(grader: Grader, pack: ControlPack, workers: int = 1,

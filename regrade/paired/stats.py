@@ -69,7 +69,8 @@ def wilson(successes: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
     centre = p + z * z / (2 * n)
     spread = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
     scale = 1 + z * z / n
-    return (centre - spread) / scale, (centre + spread) / scale
+    # at 0 (n) successes the bound is exactly 0 (1); the formula leaves a rounding's 1e-19 there
+    return (0.0 if successes == 0 else (centre - spread) / scale), (1.0 if successes == n else (centre + spread) / scale)
 
 
 def newcombe_interval(retained: int, regressions: int, gains: int, residual: int,
