@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from openpyxl.formula.tokenizer import Token, Tokenizer
-from openpyxl.utils.cell import column_index_from_string, range_boundaries
+from openpyxl.utils.cell import column_index_from_string
 
 from regrade.audit.controls import MANIFEST, PackError, write_manifest
 from regrade.audit.labelled import change_for
@@ -62,7 +62,7 @@ from regrade.provenance import regrade_version, sha256_file
 from regrade.runs.cases import Case, RunError, golden_files, input_file, load_dataset, task_fields
 from regrade.values import CellRef, ExcelError
 from regrade.workbook import cell_xml
-from regrade.workbook.formula import MAX_COLUMNS, MAX_ROWS
+from regrade.workbook.formula import MAX_COLUMNS, MAX_ROWS, boundaries
 from regrade.workbook.sheets import sheet_parts
 
 if TYPE_CHECKING:
@@ -192,7 +192,7 @@ def write_candidates(case: TestCase, policy_name: str, folder: Path) -> tuple[li
         else:
             assert elements is not None
             cell_xml.write_edited(case.answer, output, cell_xml.edited_parts(sheets, parts, elements))
-            has_formulas = any(t not in elements or "<f" in elements[t] for t in formulas)
+            has_formulas = any(t not in elements or cell_xml.holds_formula(elements[t]) for t in formulas)
         made.append(Candidate(f"{base}.{category}", case.task_id, case.case, category, output, answer,
                               case.position, case.answer_sheet, bool(has_formulas)))
 
@@ -339,9 +339,9 @@ def _shared_beyond(present: dict[CellRef, cell_xml.Cell], graded: set[CellRef]) 
     for ref, cell in present.items():
         if (reach := cell_xml.shared_master_range(cell)) is None:
             continue
-        left, top, right, bottom = range_boundaries(reach)
-        if None in (left, top, right, bottom) or any(CellRef(ref.sheet, row, column) not in graded
-               for row in range(top or 1, (bottom or 0) + 1) for column in range(left or 1, (right or 0) + 1)):
+        left, top, right, bottom = boundaries(reach)
+        if any(CellRef(ref.sheet, row, column) not in graded
+               for row in range(top, bottom + 1) for column in range(left, right + 1)):
             return ref.coordinate
     return None
 

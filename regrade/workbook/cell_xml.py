@@ -65,7 +65,12 @@ def edited_parts(sheets: dict[str, str], parts: dict[str, str], elements: dict[C
 
 
 def has_formula(cell: Cell) -> bool:
-    return "<f" in (cell.group("content") or "")
+    return holds_formula(cell.group("content") or "")
+
+
+def holds_formula(xml: str) -> bool:
+    """Whether a cell's XML (its content, or a whole written ``<c>`` element) holds a formula."""
+    return "<f" in xml
 
 
 def cell_type(cell: Cell) -> str:
