@@ -87,6 +87,12 @@ def library_errors(command: Callable) -> Callable:
 SHOWN_IDS = 5  # task ids quoted in a warning
 POSITIVE_SECONDS = click.FloatRange(min=0, min_open=True)
 INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a program Ctrl-C stopped
+REPOSITORY = Path(__file__).resolve().parent.parent
+
+
+def in_repository(path: Path) -> str:
+    """A bundled path as --help shows it: relative to the repository, the same in every clone."""
+    return path.relative_to(REPOSITORY).as_posix()
 
 
 def _debugging() -> bool:
@@ -579,7 +585,7 @@ def report_command(results, output, baseline, ci, alpha, correction, test, title
 
 
 @main.command("demo")
-@click.option("--run", "run_dir", type=click.Path(path_type=Path, file_okay=False), default=demo_run.DEMO_RUN, show_default="fixtures/demo-run", help="A demo run folder (dataset/ and outputs/<condition>/).")
+@click.option("--run", "run_dir", type=click.Path(path_type=Path, file_okay=False), default=demo_run.DEMO_RUN, show_default=in_repository(demo_run.DEMO_RUN), help="A demo run folder (dataset/ and outputs/<condition>/).")
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), help="Keep the results file here (default: a temporary file).")
 @click.option("--engines", "engine_names", metavar="NAMES", help=f"Comma-separated full engines. Default: {DEFAULT_ENGINES_HELP}.")
 @library_errors
@@ -845,7 +851,7 @@ def audit_benchmark_command(ctx, folder, grader, recalc, fail_on, workers, limit
 @click.option("--threshold", type=float, help="The score a --command or --callable grader needs to pass.")
 @click.option("--name", "label", help="What reports call a --command or --callable grader (default: command, callable).")
 @click.option("--pack", "pack_dir", type=click.Path(path_type=Path, file_okay=False), default=None,
-              help="A sealed control pack: the hand-made one (fixtures/controls, the default) or one generated with "
+              help=f"A sealed control pack: the hand-made one ({in_repository(CONTROL_PACK)}, the default) or one generated with "
                    "--controls-from --pack-out.")
 @click.option("--expect-digest", metavar="DIGEST", help="Refuse to run unless the pack's digest is this one.")
 @click.option("--controls-from", "controls_from", type=click.Path(path_type=Path, file_okay=False),
