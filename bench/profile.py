@@ -1,10 +1,11 @@
 """Profile: where a rescore of a SpreadsheetBench corpus spends its time, by phase and by workbook.
 
-    python3 bench/profile.py [--corpus DIR] [--every K] [--engines E,E] [--json FILE]
+    python3 bench/profile.py [--corpus DIR] [--every K] [--task ID ...] [--engines E,E] [--json FILE]
 
 The cases are those of the whole-corpus run in docs/benchmarks.md: every answer file graded
 against itself, and every task's input file against its answer (``--every K`` keeps every
-K-th case, in a fixed order, for a quicker sample). They are graded one at a time in this
+K-th case, in a fixed order, for a quicker sample; ``--task ID``, repeatable, keeps the
+cases of those tasks, to time the slow tail alone). They are graded one at a time in this
 process with the default engines, each in its worker under its limits, as ``regrade
 rescore --workers 1 --no-cache`` grades them, and each phase of a case is timed:
 
@@ -134,11 +135,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--every", type=int, default=1, help="keep every K-th case (default: all)")
+    parser.add_argument("--task", action="append", default=[], help="keep only this task's cases (repeatable)")
     parser.add_argument("--engines", default=None, help="full engines, comma-separated (default: regrade's)")
     parser.add_argument("--json", type=Path, default=None, help="also write each case's phases here")
     args = parser.parse_args()
     require_corpus(args.corpus)
     cases = corpus_cases(args.corpus)[::max(1, args.every)]
+    if args.task:
+        cases = [case for case in cases if case.task_id in set(args.task)]
     names = args.engines.split(",") if args.engines else default_full_engines()
     phases = Phases()
     rescoring.load_golden = phases.timed("golden", rescoring.load_golden)

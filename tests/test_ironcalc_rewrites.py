@@ -90,3 +90,32 @@ def test_cut_lookups_give_the_values_of_the_whole_columns(workbook):
     assert str(values.cells[cells[3]]) == "#N/A"
     assert values.cells[cells[4]] == 0
     assert values.formulas[cells[0]] == '=VLOOKUP("y",A:B,2,FALSE)'  # the file's formula is reported
+
+
+def test_unique_of_an_elementwise_expression_over_whole_columns_is_cut_one_row_past_the_data():
+    last = {None: 15, "Data": 50}.get
+    assert rewrite('=TEXTJOIN(",",TRUE,UNIQUE(IF(A2=Data!A:A,Data!C:C,"")))', last) == (
+        '=TEXTJOIN(",",TRUE,UNIQUE(IF(A2=Data!A$1:A$51,Data!C$1:C$51,"")))')
+    assert rewrite("=SUM(UNIQUE(A1:A1048576&B1:B1048576))", last) == "=SUM(UNIQUE(A1:A16&B1:B16))"
+    # left alone: a position (ROW), an aggregate inside, exactly_once (it counts repeats), ranges of
+    # different rows, a sheet not in the workbook, a name
+    for formula in ('=UNIQUE(IF(A2=A:A,ROW(A:A),""))', "=UNIQUE(IF(A:A>SUM(B:B),1,0))", "=UNIQUE(A:A,,TRUE)",
+                    "=UNIQUE(A1:A1048576&B2:B1048576)", "=UNIQUE(IF(A2=Nope!A:A,Nope!C:C))", "=UNIQUE(Names&A:A)"):
+        assert rewrite(formula, last) == formula
+
+
+def test_cut_unique_gives_the_values_of_the_whole_columns(workbook):
+    # A2:A5 = k, m, k, k and B2:B5 = 1, 2, 3, 1; row 1 and every row below 5 are blank. By hand:
+    # IF(A="k", B, "") over the whole columns is "", 1, "", 3, 1 and then "" for every blank row,
+    # so the distinct values in first-seen order are "", 1, 3: joined skipping empty texts "1,3",
+    # without skipping them ",1,3". Array formulas, as Excel saves them (45896).
+    from openpyxl.worksheet.formula import ArrayFormula
+
+    unique = '_xlfn.UNIQUE(IF("k"=A:A,B:B,""))'
+    path = workbook({"A2": "k", "A3": "m", "A4": "k", "A5": "k", "B2": 1, "B3": 2, "B4": 3, "B5": 1,
+                     "D1": ArrayFormula("D1", f'=_xlfn.TEXTJOIN(",",TRUE,{unique})'),
+                     "D2": ArrayFormula("D2", f'=_xlfn.TEXTJOIN(",",FALSE,{unique})'),
+                     "D3": ArrayFormula("D3", f"=ROWS({unique})")})
+    cells = [CellRef("Sheet1", row, 4) for row in range(1, 4)]
+    values = IronCalcEngine().evaluate(path, cells)
+    assert [values.cells[c] for c in cells] == ["1,3", ",1,3", 3]
