@@ -64,3 +64,24 @@ def test_lookup_answers_where_bisection_cannot_depend_on_the_layout():
     assert lookup("b", [["a", "b", "c"], [1.0, 2.0, 3.0]]) == (1, 2.0)
     with pytest.raises(NotImplementedMode):
         lookup(15.0, [[30.0], [10.0], [20.0]], [["x"], ["y"], ["z"]])  # unsorted: Excel's answer depends on bisection
+
+
+def test_a_vector_prepared_once_answers_as_each_search_alone():
+    # MATCH(ROW(A1:A600), ROW(A1:A600)) and MATCH(x, range, 0) over an array of lookup values
+    # search one vector many times: its keys are computed once (regrade/engines/functions/lookup.py)
+    from regrade.engines.functions.lookup import Vector, lookup, lookup_in
+
+    grid = [[1.0], [3.0], [3.0], [5.0], ["a"], [None], ["A"]]
+    vector = Vector.of(grid)
+    assert vector is not None
+    # by hand: sorted numbers 1, 3, 3, 5 (text and blanks apart); the largest not above the value
+    for value, expected in [(3.0, (2, 3.0)), (4.0, (2, 3.0)), (9.0, (3, 5.0)), (0.0, ExcelError("#N/A")),
+                            ("b", (6, "A")), (True, ExcelError("#N/A"))]:
+        assert lookup_in(value, vector, vector.values) == expected == lookup(value, grid, grid)
+    # exact, without regard to case: the first "a" going down, the last going up
+    assert [xmatch("A", vector), xmatch("A", vector, search_mode=-1), xmatch(3.0, vector)] == [5.0, 7.0, 2.0]
+    assert Vector.of([[1.0, 2.0], [3.0, 4.0]]) is None  # neither one row nor one column
+    unsorted = Vector([3.0, 1.0, 2.0], True)
+    assert lookup_in(5.0, unsorted, ["x", "y", "z"]) == (2, "z")  # above them all: the last
+    with pytest.raises(NotImplementedMode):
+        lookup_in(2.0, unsorted, ["x", "y", "z"])

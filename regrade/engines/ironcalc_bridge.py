@@ -69,7 +69,7 @@ from regrade.workbook.calls import calls
 from regrade.engines.functions.aggregate import Item, aggregate
 from regrade.engines.functions.criteria import conditional
 from regrade.engines.functions.dates import day, edate, eomonth, month, year
-from regrade.engines.functions.lookup import NA, NotImplementedMode, lookup, xlookup, xmatch
+from regrade.engines.functions.lookup import NA, NotImplementedMode, Vector, lookup, lookup_in, xlookup, xmatch
 from regrade.engines.functions.text import text_input
 from regrade.engines.functions.values import as_number, general_text
 from regrade.engines.readings import unknown_functions
@@ -639,7 +639,9 @@ def _xmatch(args: list[Argument]) -> object:
         return VALUE
     match_mode = _mode(args[2] if len(args) > 2 else None, 0)
     search_mode = _mode(args[3] if len(args) > 3 else None, 1)
-    found = [[xmatch(value, args[1].rows, match_mode, search_mode) for value in row] for row in args[0].rows]
+    vector = Vector.of(args[1].rows)  # its keys once, for every lookup value
+    found = [[xmatch(value, vector if vector is not None else args[1].rows, match_mode, search_mode)
+              for value in row] for row in args[0].rows]
     return found[0][0] if len(found) == 1 and len(found[0]) == 1 else found  # over an array of lookup values, an array
 
 
@@ -807,16 +809,20 @@ def _match(args: list[Argument]) -> object:
     if mode not in (0, 1, -1):
         return VALUE
     table = args[1].rows
+    vector = Vector.of(table)  # its keys once, for every lookup value
 
     def one(value: object) -> object:
         if isinstance(value, ExcelError):
             return value
         if mode == 0:
             wildcard = isinstance(value, str) and any(ch in value for ch in "*?~")
-            return xmatch(value, table, 2 if wildcard else 0)
+            return xmatch(value, vector or table, 2 if wildcard else 0)
         if mode == -1:
             raise NotImplementedMode("MATCH type -1 over an array")
-        found = lookup(value, table, table)
+        if vector is None:
+            found = lookup(value, table, table)  # #VALUE! (an empty value: abstain)
+        else:
+            found = lookup_in(value, vector, vector.values)
         return found if isinstance(found, ExcelError) else float(found[0] + 1)
 
     return _elementwise(one)([args[0]])

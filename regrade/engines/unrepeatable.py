@@ -72,6 +72,15 @@ def abstain_where_no_engine_can(analysis: WorkbookAnalysis, values: WorkbookValu
     dated = _TextDates(graph) if look.text_dates else None
     intersected = _Intersected(graph) if look.intersected else None
     over_empty = _ApproximateOverEmpty(graph) if look.approximate else None
+    # one walk over the cones of all the cells first: a check that finds nothing there finds
+    # nothing in any one cone, and the walks cell by cell (cones overlap) are left out
+    together = graph.cells_in_cone([CellRef(s, ref.row, ref.column) for ref in values.cells
+                                    if (s := resolve_sheet(ref.sheet, graph.sheets)) is not None])
+    dated = dated if dated is not None and dated.read_by(together) else None
+    intersected = intersected if intersected is not None and intersected.read_by(together) else None
+    over_empty = over_empty if over_empty is not None and over_empty.read_by(together) else None
+    if not (look.external or dated or intersected or over_empty):
+        return values
     for ref in list(values.cells):
         sheet = resolve_sheet(ref.sheet, graph.sheets)
         if sheet is None:
@@ -79,6 +88,8 @@ def abstain_where_no_engine_can(analysis: WorkbookAnalysis, values: WorkbookValu
         cell = CellRef(sheet, ref.row, ref.column)
         if look.external and graph.cone([cell]).external:
             values.cells[ref] = abstention("external-link")
+            continue
+        if not (dated or intersected or over_empty):
             continue
         cone = graph.cells_in_cone([cell])  # one walk for the three checks below
         if dated is not None and (text := dated.read_by(cone)):
@@ -144,20 +155,28 @@ class _TextDates:
     def __init__(self, graph: FormulaGraph):
         self.graph = graph
         self.found: dict[tuple[Area, bool], str | None] = {}
+        self.by_cell: dict[CellRef, str | None] = {}  # cones overlap: each formula cell is looked at once
         self.budget = MAX_CELLS_READ
 
     def read_by(self, cone: list[CellRef]) -> str | None:
         """An example of such a text a formula cell of a cone reads and may turn into a number, or None."""
         for formula_cell in cone:
-            code = QUOTED.sub("", self.graph.formulas[formula_cell])
-            if not _COERCION.search(code):
-                continue
-            whole = _EXTRACTION.search(code) is None  # without one, only a text that is a date whole is read as one
-            for area in self.graph.precedents(formula_cell).areas:
-                if (area, whole) not in self.found:
-                    self.found[(area, whole)] = self._search(area, whole_text_date if whole else text_date)
-                if self.found[(area, whole)] is not None:
-                    return self.found[(area, whole)]
+            if formula_cell not in self.by_cell:
+                self.by_cell[formula_cell] = self._read_by_cell(formula_cell)
+            if self.by_cell[formula_cell] is not None:
+                return self.by_cell[formula_cell]
+        return None
+
+    def _read_by_cell(self, formula_cell: CellRef) -> str | None:
+        code = QUOTED.sub("", self.graph.formulas[formula_cell])
+        if not _COERCION.search(code):
+            return None
+        whole = _EXTRACTION.search(code) is None  # without one, only a text that is a date whole is read as one
+        for area in self.graph.precedents(formula_cell).areas:
+            if (area, whole) not in self.found:
+                self.found[(area, whole)] = self._search(area, whole_text_date if whole else text_date)
+            if self.found[(area, whole)] is not None:
+                return self.found[(area, whole)]
         return None
 
     def _search(self, area: Area, is_date: Callable[[str], bool]) -> str | None:

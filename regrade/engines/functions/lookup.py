@@ -18,6 +18,7 @@ match nothing. Values are plain Python values (float, str, bool, None) or
 
 from __future__ import annotations
 
+import bisect
 import re
 from typing import Sequence
 
@@ -32,28 +33,28 @@ class NotImplementedMode(Exception):
     """A mode regrade does not compute (binary search): the caller abstains."""
 
 
-def xmatch(value: object, lookup: Grid, match_mode: int = 0, search_mode: int = 1) -> float | ExcelError:
-    vector = _vector(lookup)
+def xmatch(value: object, lookup: Grid | Vector, match_mode: int = 0, search_mode: int = 1) -> float | ExcelError:
+    """``lookup`` a grid, or a :class:`Vector` prepared once for many lookup values."""
+    vector = lookup if isinstance(lookup, Vector) else Vector.of(lookup)
     if isinstance(value, ExcelError) or vector is None:
         return value if isinstance(value, ExcelError) else VALUE
-    position = _find(value, vector[0], match_mode, search_mode)
+    position = vector.find(value, match_mode, search_mode)
     return NA if position is None else float(position + 1)
 
 
 def xlookup(value: object, lookup: Grid, result: Grid, if_not_found: object = NA,
             match_mode: int = 0, search_mode: int = 1) -> object | list[list[object]]:
     """A single value, or a row/column (list of rows) when ``result`` is two-dimensional."""
-    vector = _vector(lookup)
+    vector = Vector.of(lookup)
     if isinstance(value, ExcelError) or vector is None:
         return value if isinstance(value, ExcelError) else VALUE
-    values, by_rows = vector
     rows, columns = len(result), len(result[0]) if result else 0
-    if (rows if by_rows else columns) != len(values):
+    if (rows if vector.by_rows else columns) != len(vector.values):
         return VALUE
-    position = _find(value, values, match_mode, search_mode)
+    position = vector.find(value, match_mode, search_mode)
     if position is None:
         return if_not_found
-    picked = [list(result[position])] if by_rows else [[row[position]] for row in result]
+    picked = [list(result[position])] if vector.by_rows else [[row[position]] for row in result]
     return picked[0][0] if len(picked) == 1 and len(picked[0]) == 1 else picked
 
 
@@ -68,27 +69,70 @@ def _vector(grid: Grid) -> tuple[list[object], bool] | None:
     return None
 
 
-def _find(value: object, values: list[object], match_mode: int, search_mode: int) -> int | None:
-    if search_mode in (2, -2):
-        raise NotImplementedMode("binary search")
-    if value is None:
-        raise NotImplementedMode("an empty lookup value")
-    if search_mode not in (1, -1) or match_mode not in (0, -1, 1, 2):
-        raise ValueError(f"match_mode {match_mode}, search_mode {search_mode}")
-    order = range(len(values)) if search_mode == 1 else range(len(values) - 1, -1, -1)
-    if match_mode == 2 and isinstance(value, str):
-        pattern = wildcard_pattern(value)
-        return next((i for i in order if isinstance(found := values[i], str) and pattern.fullmatch(found)), None)
-    key = _key(value)
-    exact = next((i for i in order if _key(values[i]) == key), None)
-    if exact is not None or match_mode in (0, 2):
-        return exact
-    candidates = [i for i in order if _key(values[i])[0] == key[0]]
-    if match_mode == -1:
-        smaller = [i for i in candidates if _key(values[i]) < key]
-        return max(smaller, key=lambda i: _key(values[i]), default=None)  # max keeps the first in search order
-    larger = [i for i in candidates if _key(values[i]) > key]
-    return min(larger, key=lambda i: _key(values[i]), default=None)
+class Vector:
+    """The values of a one-row or one-column grid with their comparison keys, computed once:
+    a MATCH or XMATCH over an array of lookup values searches one vector many times."""
+
+    def __init__(self, values: list[object], by_rows: bool) -> None:
+        self.values, self.by_rows = values, by_rows
+        self.keys = [_key(v) for v in values]
+        self._first: dict[tuple[int, object], int] = {}
+        self._last: dict[tuple[int, object], int] = {}
+        # per type of key, its positions and keys in order (LOOKUP searches among one type)
+        self._typed: dict[int, tuple[list[int], list[tuple[int, object]]]] = {}
+        for i, k in enumerate(self.keys):
+            self._first.setdefault(k, i)
+            self._last[k] = i
+            positions, keys = self._typed.setdefault(k[0], ([], []))
+            positions.append(i)
+            keys.append(k)
+        self._ascending = {t: all(a <= b for a, b in zip(keys, keys[1:])) for t, (_, keys) in self._typed.items()}
+        self._greatest = {t: max(keys) for t, (_, keys) in self._typed.items()}
+
+    @classmethod
+    def of(cls, grid: Grid) -> Vector | None:
+        """The grid as a vector, or None when it is neither one row nor one column."""
+        found = _vector(grid)
+        return None if found is None else cls(*found)
+
+    def find(self, value: object, match_mode: int, search_mode: int) -> int | None:
+        """XMATCH's position (0-based) of ``value``, or None."""
+        if search_mode in (2, -2):
+            raise NotImplementedMode("binary search")
+        if value is None:
+            raise NotImplementedMode("an empty lookup value")
+        if search_mode not in (1, -1) or match_mode not in (0, -1, 1, 2):
+            raise ValueError(f"match_mode {match_mode}, search_mode {search_mode}")
+        order = range(len(self.values)) if search_mode == 1 else range(len(self.values) - 1, -1, -1)
+        if match_mode == 2 and isinstance(value, str):
+            pattern = wildcard_pattern(value)
+            return next((i for i in order if isinstance(found := self.values[i], str) and pattern.fullmatch(found)), None)
+        key = _key(value)
+        exact = (self._first if search_mode == 1 else self._last).get(key)
+        if exact is not None or match_mode in (0, 2):
+            return exact
+        keys = self.keys
+        candidates = [i for i in order if keys[i][0] == key[0]]
+        if match_mode == -1:
+            smaller = [i for i in candidates if keys[i] < key]
+            return max(smaller, key=lambda i: keys[i], default=None)  # max keeps the first in search order
+        larger = [i for i in candidates if keys[i] > key]
+        return min(larger, key=lambda i: keys[i], default=None)
+
+    def bisected(self, value: object) -> int | ExcelError:
+        """LOOKUP's position (0-based) of ``value`` (see :func:`lookup`)."""
+        if value is None:
+            raise NotImplementedMode("an empty lookup value")
+        key = _key(value)
+        if key[0] not in self._typed:
+            return NA
+        positions, keys = self._typed[key[0]]
+        if self._greatest[key[0]] < key:
+            return positions[-1]
+        if not self._ascending[key[0]]:
+            raise NotImplementedMode("an unsorted lookup vector")
+        below = bisect.bisect_right(keys, key)  # keys[:below] are those <= key
+        return NA if below == 0 else positions[below - 1]
 
 
 def _key(value: object) -> tuple[int, object]:
@@ -137,28 +181,23 @@ def lookup(value: object, vector: Grid, result: Grid | None = None) -> tuple[int
         raise NotImplementedMode("an empty lookup value")
     if result is None:  # array form: search the first row or column, answer from the last
         wide = len(vector[0]) > len(vector)
-        values = list(vector[0]) if wide else [row[0] for row in vector]
+        found = Vector(list(vector[0]) if wide else [row[0] for row in vector], not wide)
         answers = list(vector[-1]) if wide else [row[-1] for row in vector]
     else:
-        found = _vector(vector)
-        answers_vector = _vector(result)
-        if found is None or answers_vector is None:
+        searched, answers_vector = Vector.of(vector), _vector(result)
+        if searched is None or answers_vector is None:
             return VALUE
-        values, answers = found[0], answers_vector[0]
-    key = _key(value)
-    typed = [(i, _key(v)) for i, v in enumerate(values) if _key(v)[0] == key[0]]
-    if not typed:
-        return NA
-    keys = [k for _, k in typed]
-    if all(k < key for k in keys):
-        position = typed[-1][0]
-    elif all(a <= b for a, b in zip(keys, keys[1:])):
-        below = [i for i, k in typed if k <= key]
-        if not below:
-            return NA
-        position = below[-1]
-    else:
-        raise NotImplementedMode("an unsorted lookup vector")
+        found, answers = searched, answers_vector[0]
+    return lookup_in(value, found, answers)
+
+
+def lookup_in(value: object, vector: Vector, answers: Sequence[object]) -> tuple[int, object] | ExcelError:
+    """:func:`lookup` in a prepared vector: many lookup values, one vector's keys."""
+    if isinstance(value, ExcelError):
+        return value
+    position = vector.bisected(value)
+    if isinstance(position, ExcelError):
+        return position
     if position >= len(answers):
         raise NotImplementedMode("a result vector shorter than the lookup vector")
     return position, answers[position]
