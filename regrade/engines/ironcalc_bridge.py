@@ -258,8 +258,14 @@ def _resolve_all(copy: Any, originals: dict[ModelCell, str], array_cells: Collec
         planned = [(call, [scratch.plan(call.cell, text) for text in call.args]) for call in calls]
         scratch.evaluate()
         open_cells = set()
+        # a call computed once per distinct function and arguments in a round: the same
+        # MONTH(Data!B5:B3000) in a thousand formulas is one array to compute and to write out
+        computed: dict[tuple, str | None] = {}
         for call, args in planned:
-            result = _compute(call, [scratch.argument(a) for a in args], copy)
+            key = (call.function, call.lead, call.cell[0], *args)
+            if key not in computed:
+                computed[key] = _compute(call, [scratch.argument(a) for a in args], copy)
+            result = computed[key]
             if result is not None:
                 formulas[call.cell] = call.replaced(result, tokens)
                 open_cells.add(call.cell)
