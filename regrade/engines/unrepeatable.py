@@ -115,23 +115,33 @@ def intersects_implicitly(formula: str) -> bool:
     return False
 
 
-class _Intersected:
-    """The plain formulas of a workbook whose lookup array Excel meets by implicit intersection."""
+class _FormulaCellCheck:
+    """A check made of each formula cell once (cones overlap): what it finds, or None."""
 
     def __init__(self, graph: FormulaGraph):
         self.graph = graph
-        self.found: dict[CellRef, bool] = {}
+        self.by_cell: dict[CellRef, str | None] = {}
 
-    def read_by(self, cone: list[CellRef]) -> bool:
-        """Whether such a formula is among the formula cells of a cone."""
-        return any(self._intersects(c) for c in cone)
+    def read_by(self, cone: list[CellRef]) -> str | None:
+        """What the check finds in the first formula cell of a cone where it finds something, or None."""
+        for cell in cone:
+            if cell not in self.by_cell:
+                self.by_cell[cell] = self.check(cell)
+            if self.by_cell[cell] is not None:
+                return self.by_cell[cell]
+        return None
 
-    def _intersects(self, cell: CellRef) -> bool:
-        if cell not in self.found:
-            sheet, row, column = cell
-            value = self.graph.book[sheet].cell(row, column).value  # an array formula is no str
-            self.found[cell] = isinstance(value, str) and intersects_implicitly(value)
-        return self.found[cell]
+    def check(self, cell: CellRef) -> str | None:
+        raise NotImplementedError
+
+
+class _Intersected(_FormulaCellCheck):
+    """The plain formulas of a workbook whose lookup array Excel meets by implicit intersection."""
+
+    def check(self, cell: CellRef) -> str | None:
+        sheet, row, column = cell
+        value = self.graph.book[sheet].cell(row, column).value  # an array formula is no str
+        return value if isinstance(value, str) and intersects_implicitly(value) else None
 
 
 def text_date(text: str) -> bool:
@@ -149,25 +159,16 @@ def whole_text_date(text: str) -> bool:
     return match is not None and text_date(text) and re.fullmatch(r"\s*" + re.escape(match.group(0)) + _TIME + r"\s*", text) is not None
 
 
-class _TextDates:
-    """The text constants that hold a date with day and month in numbers, found area by area."""
+class _TextDates(_FormulaCellCheck):
+    """The text constants that hold a date with day and month in numbers, found area by area:
+    an example of such a text a formula cell reads and may turn into a number."""
 
     def __init__(self, graph: FormulaGraph):
-        self.graph = graph
+        super().__init__(graph)
         self.found: dict[tuple[Area, bool], str | None] = {}
-        self.by_cell: dict[CellRef, str | None] = {}  # cones overlap: each formula cell is looked at once
         self.budget = MAX_CELLS_READ
 
-    def read_by(self, cone: list[CellRef]) -> str | None:
-        """An example of such a text a formula cell of a cone reads and may turn into a number, or None."""
-        for formula_cell in cone:
-            if formula_cell not in self.by_cell:
-                self.by_cell[formula_cell] = self._read_by_cell(formula_cell)
-            if self.by_cell[formula_cell] is not None:
-                return self.by_cell[formula_cell]
-        return None
-
-    def _read_by_cell(self, formula_cell: CellRef) -> str | None:
+    def check(self, formula_cell: CellRef) -> str | None:
         code = QUOTED.sub("", self.graph.formulas[formula_cell])
         if not _COERCION.search(code):
             return None
@@ -227,25 +228,15 @@ def quick_look(path: Path) -> _Look:
     return look
 
 
-class _ApproximateOverEmpty:
-    """Approximate XLOOKUP and XMATCH calls over lookup arrays that hold empty cells."""
+class _ApproximateOverEmpty(_FormulaCellCheck):
+    """Approximate XLOOKUP and XMATCH calls over lookup arrays that hold empty cells: the function."""
 
     def __init__(self, graph: FormulaGraph):
-        self.graph = graph
+        super().__init__(graph)
         self.empty: dict[Area, bool] = {}
-        self.found: dict[CellRef, str | None] = {}
         self.budget = MAX_CELLS_READ
 
-    def read_by(self, cone: list[CellRef]) -> str | None:
-        """The function of such a call among the formula cells of a cone, or None."""
-        for cell in cone:
-            if cell not in self.found:
-                self.found[cell] = self._call_in(cell)
-            if self.found[cell] is not None:
-                return self.found[cell]
-        return None
-
-    def _call_in(self, cell: CellRef) -> str | None:
+    def check(self, cell: CellRef) -> str | None:
         for call in calls(self.graph.formulas[cell]):
             mode = {"XLOOKUP": 4, "XMATCH": 2}.get(call.name)
             if mode is not None and len(call.args) > mode and call.args[mode] in ("1", "-1", "+1"):
