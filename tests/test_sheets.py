@@ -8,7 +8,7 @@ from pathlib import Path
 
 import openpyxl
 
-from regrade.workbook.sheets import formula_cells
+from regrade.workbook.sheets import formula_cells, formula_cells_of, load_formula_book
 
 DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo-run" / "dataset" / "spreadsheet"
 
@@ -77,3 +77,24 @@ def test_a_bloated_stylesheet_is_read_without_its_named_styles_and_the_same_valu
             assert [(c.value, c.number_format) for c in lean["A"]] == [(c.value, c.number_format) for c in plain["A"]]
             assert len(lean_book._named_styles) == kept
     assert read_book(book_with(MAX_NAMED_STYLES + 100), read_only=True).active["A2"].number_format == "0.000"
+
+
+def test_formula_cells_are_read_from_the_cells_a_sheet_holds_not_its_bounding_box(tmp_path):
+    """Two formulas a million rows and 16,000 columns apart: the walk visits the cells the
+    file holds, in row order, and adds none (iterating the bounding box would create
+    1,048,576 × 16,384 empty cells)."""
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet["XFD1048576"] = "=A1+1"
+    sheet["B2"] = "=SUM(A:A)"
+    sheet["A1"] = 3
+    sheet["C2"] = "text"
+    second = book.create_sheet("Other")
+    second["A3"] = "=Sheet!A1"
+    path = tmp_path / "sparse.xlsx"
+    book.save(path)
+    loaded = load_formula_book(path)
+    held = sum(len(ws._cells) for ws in loaded.worksheets)
+    found = [(c.sheet, c.row, c.column, c.text) for c in formula_cells_of(loaded)]
+    assert found == [("Sheet", 2, 2, "=SUM(A:A)"), ("Sheet", 1048576, 16384, "=A1+1"), ("Other", 3, 1, "=Sheet!A1")]
+    assert sum(len(ws._cells) for ws in loaded.worksheets) == held == 5

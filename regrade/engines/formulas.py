@@ -168,22 +168,19 @@ def _prepare(path: Path, book: openpyxl.Workbook, scratch: Path) -> None:
 def _cut_criteria_ranges(book: openpyxl.Workbook) -> bool:
     """``COUNTIF(A$1:A$1048576, 5)`` is 0 in formulas: such ranges are cut (engines/ironcalc_rewrites.py)."""
     readers = last_row_readers({ws.title.lower(): ws.max_row for ws in book.worksheets})
+    last_rows = {ws.title: readers(ws.title) for ws in book.worksheets}
+    if None in last_rows.values():  # no range can be cut in this workbook
+        return False
     changed = False
-    for ws in book.worksheets:
-        last_row = readers(ws.title)
-        if last_row is None:  # no range can be cut in this workbook
-            return False
-        for row in ws.iter_rows():
-            for cell in row:
-                formula = formula_text(cell.value)
-                rewritten = rewrite_range_arguments(formula, last_row) if formula else formula
-                if rewritten == formula:
-                    continue
-                if isinstance(cell.value, ArrayFormula):
-                    cell.value.text = rewritten
-                else:
-                    cell.value = rewritten
-                changed = True
+    for found in formula_cells_of(book):
+        rewritten = rewrite_range_arguments(found.text, last_rows[found.sheet])
+        if rewritten == found.text:
+            continue
+        if isinstance(found.cell.value, ArrayFormula):
+            found.cell.value.text = rewritten
+        else:
+            found.cell.value = rewritten
+        changed = True
     return changed
 
 
