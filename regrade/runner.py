@@ -21,6 +21,8 @@ import multiprocessing.util
 import os
 import signal
 import tempfile
+import threading
+import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass
@@ -28,6 +30,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from regrade.engines.base import DEFAULT_BRIDGE_WORK, Engine
+from regrade.engines.isolation import ORPHAN_CHECK_S
 from regrade.engines.registry import open_engine
 from regrade.grading.policies import get_policy
 from regrade.limits import DeadlineExceeded, deadline
@@ -315,6 +318,24 @@ def start_pool_worker(settings: RescoreSettings) -> None:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # blocked while it was born (_new_pool)
     _open_worker_engines(settings)
     multiprocessing.util.Finalize(None, _close_worker_engines, exitpriority=10)
+    _leave_when_orphaned()
+
+
+def _leave_when_orphaned() -> None:
+    """Close this pool worker's engines and end it once the process that started it is gone
+    (a run, or a Dask worker, killed with SIGKILL): nothing else would, and its engines'
+    processes, soffice among them, would otherwise wait for work forever. A thread checks
+    every few seconds; the parent's death signal is not used, as it follows the thread that
+    started the worker, not the process."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(ORPHAN_CHECK_S)
+        _close_worker_engines()
+        os._exit(1)
+
+    threading.Thread(target=watch, name="regrade-orphan-check", daemon=True).start()
 
 
 def _leave_quietly(signum: int, frame: object) -> None:

@@ -84,6 +84,32 @@ def test_a_dask_worker_killed_mid_run_loses_no_case():
         assert not run.is_alive()
     assert sorted(done) == list(range(len(cases)))  # every case, once
     assert records == expected
+    # the killed worker's case worker and its engines (soffice too) do not outlive it
+    wait_until = time.monotonic() + 60  # the orphan check, then each engine closed
+    while _cluster_processes() and time.monotonic() < wait_until:
+        time.sleep(0.5)
+    assert _cluster_processes() == []
+
+
+def _cluster_processes() -> list[str]:
+    """The processes left by this test process's Dask clusters (their environment names it),
+    but for multiprocessing's resource tracker, which ends when the last process holding its
+    pipe does (here, the test process itself)."""
+    mark = f"__DASK_PARENT_PID={os.getpid()}".encode()
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as environ:
+                if mark in environ.read().split(b"\0"):
+                    with open(f"/proc/{name}/cmdline", "rb") as cmdline:
+                        command = cmdline.read().replace(b"\0", b" ")[:120].decode(errors="replace")
+                    if "multiprocessing.resource_tracker" not in command:
+                        found.append(f"{name}: {command}")
+        except OSError:
+            continue
+    return found
 
 
 def test_dask_missing_is_one_clear_error(monkeypatch):
