@@ -108,12 +108,6 @@ class SleepingEngine(IronCalcEngine):
         time.sleep(30)
 
 
-class BurningEngine(IronCalcEngine):
-    def evaluate(self, path, cells):
-        while True:
-            sum(i * i for i in range(10_000))
-
-
 class GreedyEngine(IronCalcEngine):
     def evaluate(self, path, cells):
         return bytearray(2 * 1024**3)
@@ -124,8 +118,7 @@ class GreedyEngine(IronCalcEngine):
     [
         (PanickingEngine(), "crashed", "PanicException"),
         (SegfaultingEngine(), "crashed", "SIGSEGV"),
-        (BurningEngine(), "timeout", "more than 1 s of CPU time"),
-        (SleepingEngine(), "timeout", "still at work after 4 s"),  # computing nothing: the wall-clock backstop
+        (SleepingEngine(), "timeout", "longer than 1 s"),
         (GreedyEngine(), "memory-limit", "more than 512 MB"),
     ],
 )
