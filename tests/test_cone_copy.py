@@ -66,6 +66,15 @@ def test_no_copy_when_the_cone_may_read_any_cell(workbook, tmp_path):
     assert not write_cone_copy(path, tmp_path / "copy.xlsx", load_graph(path), [CellRef("Sheet1", 1, 2)])
 
 
+def test_a_reference_to_another_workbook_reads_no_cell_of_this_one(workbook, tmp_path):
+    """B1 reads another workbook and A1: the copy keeps A1's formula and leaves out C9, which
+    nothing reads (the other workbook's cells are not this one's)."""
+    path = workbook({"A1": "=2+3", "B1": "='[1]Data'!A1+A1", "C9": "=SUMPRODUCT(A:A*A:A)"})
+    copy = tmp_path / "copy.xlsx"
+    assert write_cone_copy(path, copy, load_graph(path), [CellRef("Sheet1", 1, 2)])
+    assert set(_formulas(copy)) == {"A1", "B1"}
+
+
 def test_only_a_workbook_asking_for_much_work_is_narrowed(workbook):
     whole_columns = CONE_WORK // (2 * 1_048_576) + 1  # each formula reads two whole columns
     heavy = workbook({f"C{row}": "=SUMPRODUCT(A:A*B:B)" for row in range(1, whole_columns + 1)}, name="heavy.xlsx")

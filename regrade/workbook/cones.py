@@ -12,10 +12,12 @@ decide two things honestly:
 References are read with openpyxl's formula tokenizer: A1 cells and ranges (whole
 rows and columns too), sheet-qualified, defined names (followed), structured
 references (resolved from the table parts by :mod:`regrade.workbook.structured`). A reference
-the tokenizer cannot place (``INDIRECT``, ``OFFSET``, an external workbook, a 3-D
-reference, a name that is not defined) makes the cone *open*: it may read any
-cell, so questions about it are answered for the whole workbook. A cone that reads
-another workbook (``[1]Data!A1``) is also *external*: no engine can recompute it.
+the tokenizer cannot place (``INDIRECT``, ``OFFSET``, a 3-D reference, a name that is
+not defined) makes the cone *open*: it may read any cell, so questions about it are
+answered for the whole workbook. A cone that reads another workbook (``[1]Data!A1``) is
+*external*: no engine can recompute it, and every engine abstains on its cells
+(:mod:`regrade.engines.unrepeatable`). It is not open: the other workbook's cells are not
+this one's, so such a reference adds no cell of this workbook to the cone.
 """
 
 from __future__ import annotations
@@ -269,7 +271,7 @@ class FormulaGraph:
         if reference.upper() in ("TRUE", "FALSE"):
             return
         if _EXTERNAL.match(reference):
-            found.external = found.open = True
+            found.external = True  # reads no cell of this workbook
             return
         match = _QUALIFIED.match(reference)
         if match is None or "[" in reference:  # an unresolved structured reference
