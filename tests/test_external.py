@@ -8,7 +8,8 @@ from pathlib import Path
 import openpyxl
 import pytest
 
-from regrade.engines.registry import open_engine
+from regrade.engines.base import EngineSettings
+from regrade.engines.registry import engine_info, open_engine
 from regrade.values import CannotEvaluate, CellRef
 from regrade.workbook.external import CachedSheet, Linker, cached_sheets, write_linked_copy
 from tests.conftest import require_engines
@@ -105,3 +106,26 @@ def test_every_engine_computes_from_the_cached_values_of_the_other_workbook(tmp_
     assert [values[cells[i]] for i in (0, 1, 2, 5)] == [14.0, 10.0, "xy", 15.0]
     for abstained in (values[cells[3]], values[cells[4]]):  # SUMIF over the closed workbook; Old not cached
         assert isinstance(abstained, CannotEvaluate) and abstained.rule == "external-link"
+
+
+@pytest.mark.parametrize("name", ["ironcalc", "libreoffice", "formulon"])
+def test_an_engine_computes_nothing_when_no_graded_cell_can_be_recomputed(tmp_path, monkeypatch, name):
+    """D1 (SUMIF over the closed workbook) and E1 (a sheet that failed to refresh) stay
+    external whatever the engine computes, so the engine is not asked to compute the file;
+    once F1 (A1+1, 15 by hand from the cache) is graded too, it is."""
+    require_engines(name)
+    path = linked_book(tmp_path / "book.xlsx", *ANSWERS)
+    engine = engine_info(name).make(EngineSettings())
+    computed = []
+    original = type(engine).compute
+    monkeypatch.setattr(type(engine), "compute", lambda self, *args: computed.append(1) or original(self, *args))
+    engine.start()
+    try:
+        external = [CellRef("Sheet1", 1, 4), CellRef("Sheet1", 1, 5)]
+        values = engine.evaluate(path, external)
+        assert not computed
+        assert {ref: value.rule for ref, value in values.cells.items()} == dict.fromkeys(external, "external-link")
+        both = engine.evaluate(path, [*external, CellRef("Sheet1", 1, 6)])
+        assert computed and both.cells[CellRef("Sheet1", 1, 6)] == 15.0
+    finally:
+        engine.close()

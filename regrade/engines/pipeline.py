@@ -1,7 +1,9 @@
 """One pipeline per workbook, the same for every full engine.
 
 screen once → the linked copy, when the workbook caches other workbooks' values
-(:mod:`regrade.workbook.external`) → the cone copy, when the workbook asks for much work
+(:mod:`regrade.workbook.external`) → nothing more when no graded cell can be recomputed by any
+engine (each reads another workbook, or is another cell of :mod:`regrade.engines.unrepeatable`):
+every one abstains as the shared rules would make it, and no engine computes the file → the cone copy, when the workbook asks for much work
 beyond what the graded cells need (:mod:`regrade.workbook.cone_copy`) → analyse (the formula graph built at most once, on demand) → the engine
 computes → its own rules and its totals mending (inside :meth:`ComputingEngine.compute`)
 → its values as Excel would store them (:func:`regrade.values.as_stored`: ``#CALC!`` is
@@ -19,7 +21,7 @@ from pathlib import Path
 from typing import ClassVar, Sequence
 
 from regrade.engines.base import EngineBase, EngineSettings
-from regrade.engines.unrepeatable import abstain_where_no_engine_can
+from regrade.engines.unrepeatable import abstain_where_no_engine_can, abstentions_for_every_cell
 from regrade.values import CellRef, WorkbookValues, as_stored
 from regrade.workbook.analysis import WorkbookAnalysis
 from regrade.workbook.cone_copy import cone_workbook
@@ -41,6 +43,8 @@ class ComputingEngine(EngineBase):
         with linked_workbook(path) as linked:
             if linked != path:
                 analysis = WorkbookAnalysis(linked)
+            if (unrepeatable := abstentions_for_every_cell(analysis, cells)) is not None:
+                return unrepeatable
             narrowed = cone_workbook(linked, analysis.graph, cells) if self.narrow_to_cone else nullcontext(linked)
             with narrowed as computed:
                 values = self.compute(analysis if computed == linked else WorkbookAnalysis(computed), cells)

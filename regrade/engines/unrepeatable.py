@@ -30,12 +30,12 @@ import re
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from openpyxl.formula.tokenizer import Token
 
 from regrade.engines.rules import abstention
-from regrade.values import CellRef, WorkbookValues
+from regrade.values import CannotEvaluate, CellRef, WorkbookValues
 from regrade.workbook.analysis import WorkbookAnalysis
 from regrade.workbook.calls import QUOTED, array_from_ranges, calls
 from regrade.workbook.cones import Area, FormulaGraph, plain_area
@@ -103,6 +103,24 @@ def abstain_where_no_engine_can(analysis: WorkbookAnalysis, values: WorkbookValu
                                            "cells: Excel ranks empty elements apart from numbers, by a rule no engine "
                                            "here follows")
     return values
+
+
+def abstentions_for_every_cell(analysis: WorkbookAnalysis, cells: Sequence[CellRef]) -> WorkbookValues | None:
+    """The abstentions of :func:`abstain_where_no_engine_can` for ``cells`` when it makes one
+    of every cell, whatever an engine would compute (its checks read formulas, never values):
+    the engine need not compute the workbook at all. None when some cell could be computed.
+
+    SpreadsheetBench 59932 case 2: every answer cell reads another workbook whose cache
+    failed to refresh, and IronCalc and LibreOffice each spent their 60 s limit on the file's
+    34,000 other formulas before the cells abstained anyway."""
+    if not cells:
+        return None
+    not_computed = CannotEvaluate("not-computed")
+    judged = abstain_where_no_engine_can(analysis, WorkbookValues(cells=dict.fromkeys(cells, not_computed)))
+    if any(value is not_computed for value in judged.cells.values()):
+        return None
+    graph = analysis.graph()
+    return WorkbookValues(sheet_names=list(graph.sheets) if graph is not None else [], cells=judged.cells)
 
 
 def intersects_implicitly(formula: str) -> bool:
