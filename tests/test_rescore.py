@@ -143,3 +143,29 @@ def test_a_golden_that_was_never_computed_or_depends_on_today_is_invalid(workboo
         result = rescore_case(case, get_policy("spreadsheetbench"), CachedEngine(), [IronCalcEngine()])
         assert (result.verdict, result.full_pass, result.reasons) == ("invalid-golden", None, ["invalid-golden"])
         assert says in result.message
+
+
+class _Asked:
+    """A real engine that keeps the cells each evaluation asked it for."""
+
+    def __init__(self, engine):
+        self.engine, self.name, self.full, self.asked = engine, engine.name, engine.full, []
+
+    def evaluate(self, path, cells):
+        self.asked.append(list(cells))
+        return self.engine.evaluate(path, cells)
+
+
+def test_the_engines_compute_only_the_graded_cells_that_hold_formulas(workbook):
+    # A1 is a wrong constant (4, the golden 5), B1 a right formula without a cache (5*2 = 10)
+    output = workbook({"A1": 4, "B1": "=5*2"})
+    golden = workbook({"A1": 5, "B1": 10}, name="golden.xlsx")
+    case = Case(condition="x", task_id="t", case=1, output_path=output, answer_path=golden, answer_position="A1:B1")
+    engine = _Asked(IronCalcEngine())
+    result = rescore_case(case, get_policy("spreadsheetbench"), CachedEngine(), [engine])
+    assert engine.asked == [[case_ref("B1")]]
+    assert (result.verdict, result.full_pass) == ("confirmed-fail", False)
+    assert [(str(c.ref), c.shallow, c.full, c.engines) for c in result.cells] == [
+        ("Sheet1!A1", 4, 4, {}),  # the constant as stored, which no engine computed
+        ("Sheet1!B1", None, 10.0, {"ironcalc": 10.0}),
+    ]

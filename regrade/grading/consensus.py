@@ -3,7 +3,8 @@
 For each graded cell every engine's value is taken through
 :func:`regrade.grading.grade.recomputed_view` (formula cells and the cells array formulas
 cover as computed, constants as stored). Engines that abstain on the cell, or could not evaluate the workbook, do
-not vote. Then:
+not vote. A graded constant no engine was asked for (:func:`engine_cells`) is taken as
+stored, as every engine's view would have it. Then:
 
 - the voters agree (under the policy's equality): the cell takes their value;
 - they disagree: the cell abstains as ``engines-disagree`` and every engine's value
@@ -21,8 +22,9 @@ where the cell abstains); a results file's cell records carry it as ``decided_by
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Collection
+from typing import Collection, Sequence
 
+from regrade.engines.readings import decoded_text
 from regrade.values import CannotEvaluate, CellRef, CellResult, WorkbookValues
 from regrade.grading.policies import Policy
 from regrade.grading.grade import recomputed_view
@@ -41,6 +43,16 @@ def default_quorum(engines: int) -> int:
     return 2 if engines >= 3 else 1
 
 
+def engine_cells(targets: Sequence[CellRef], stored: WorkbookValues, spilled: Collection[CellRef]) -> list[CellRef]:
+    """The graded cells the full engines compute: those the output holds a formula in or an
+    array formula covers. Every other one holds a constant, which each engine's view keeps as
+    stored (:func:`recomputed_view`), so no engine is asked for it, nor computes what only
+    its neighbourhood would need. All of them when the output could not be read as stored."""
+    if stored.failure is not None:
+        return list(targets)
+    return [t for t in targets if t in stored.formulas or t in spilled]
+
+
 def consensus(
     policy: Policy, stored: WorkbookValues, computed: dict[str, WorkbookValues], spilled: Collection[CellRef] = (),
     quorum: int = 1,
@@ -56,6 +68,9 @@ def consensus(
     base = stored if stored.failure is None else readable[0]
     result = Consensus(WorkbookValues(sheet_names=base.sheet_names, formulas=dict(stored.formulas)))
     refs = dict.fromkeys(ref for view in readable for ref in view.cells)
+    for ref, value in stored.cells.items() if stored.failure is None else ():
+        if ref not in refs and ref not in stored.formulas and ref not in spilled:
+            result.view.cells[ref] = decoded_text(value)  # a constant: every engine's view keeps it as stored
     for ref in refs:
         values = {name: _value(view, ref) for name, view in views.items()}
         result.by_engine[ref] = values

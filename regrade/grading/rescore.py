@@ -2,7 +2,8 @@
 
 The recomputed grade uses every given full engine through :mod:`regrade.grading.consensus`. A case
 whose graded cells all hold constants (no formula, no array formula covering them) starts
-no engine: recomputation keeps a constant as stored, so the stored values are the full view.
+no engine: recomputation keeps a constant as stored, so the stored values are the full view;
+in a case with both, the engines compute only the cells that hold formulas.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from regrade.engines.base import Engine
 from regrade.values import CellRef, CellResult, WorkbookValues
 from regrade.workbook.screening import screen
 from regrade.grading.policies import Policy, TargetError
-from regrade.grading.consensus import Consensus, consensus
+from regrade.grading.consensus import Consensus, consensus, engine_cells
 from regrade.grading.grade import (
     LIMIT_FAULTS, OUTPUT_FAULTS, Golden, GoldenError, Grade, grade, load_golden, output_fault, spilled_cells,
 )
@@ -78,10 +79,10 @@ def _graded(case: Case, policy: Policy, shallow: Engine, fulls: Sequence[Engine]
     """The case's grades: the value-only view ``stored`` of the output, and the consensus of
     the full engines computing ``computed`` (the output, or its dated copy)."""
     spilled = spilled_cells(case.output_path, stored)
-    if stored.failure is None and not any(t in stored.formulas or t in spilled for t in targets):
+    if not (computable := engine_cells(targets, stored, spilled)):
         agreed = Consensus(stored)  # the graded cells hold constants: no engine could change them
     else:
-        agreed = consensus(policy, stored, {e.name: e.evaluate(computed, targets) for e in fulls}, spilled, quorum)
+        agreed = consensus(policy, stored, {e.name: e.evaluate(computed, computable) for e in fulls}, spilled, quorum)
     shallow_grade = grade(policy, targets, golden, shallow.name, stored)
     full_grade = grade(policy, targets, golden, "+".join(e.name for e in fulls), agreed.view, recomputed=True)
     shallow_pass = bool(shallow_grade.passed)  # a value-only grader counts any failure to read as a fail
