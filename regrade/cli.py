@@ -127,7 +127,7 @@ def run_options(command: Callable) -> Callable:
         click.option("--benchmark", default="spreadsheetbench", show_default=True, help="Benchmark label for --dataset runs."),
         click.option("--manifest", type=click.Path(path_type=Path, dir_okay=False), help="CSV or JSONL manifest of cases instead of --dataset."),
         click.option("--policy", type=click.Choice(sorted(POLICIES)), default="spreadsheetbench", show_default=True, help="Which cells are graded and how values compare."),
-        click.option("--timeout", type=POSITIVE_SECONDS, default=DEFAULT_TIMEOUT_S, show_default=True, help="Seconds an engine may spend on one workbook."),
+        click.option("--timeout", type=POSITIVE_SECONDS, default=DEFAULT_TIMEOUT_S, show_default=True, help="CPU seconds an engine (and the processes it starts) may spend on one workbook; one that computes nothing is stopped after 4 times as long on the clock."),
     ]
     for option in reversed(options):
         command = option(command)
@@ -627,7 +627,7 @@ def demo_command(run_dir, output, engine_names):
               ".xlsx/.xlsm under it that Excel saved (docProps/app.xml says so), not answer_position of a "
               "SpreadsheetBench layout.")
 @click.option("--limit", type=click.IntRange(min=1), help="Only the first N files (in dataset.json order, or by path).")
-@click.option("--timeout", type=POSITIVE_SECONDS, default=DEFAULT_TIMEOUT_S, show_default=True, help="Seconds an engine may spend on one workbook.")
+@click.option("--timeout", type=POSITIVE_SECONDS, default=DEFAULT_TIMEOUT_S, show_default=True, help="CPU seconds an engine (and the processes it starts) may spend on one workbook; one that computes nothing is stopped after 4 times as long on the clock.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @library_errors
 def conformance_command(corpus, engine_names, quorum, all_formulas, limit, timeout, fmt):

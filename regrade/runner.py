@@ -345,9 +345,10 @@ def _leave_quietly(signum: int, frame: object) -> None:
 
 
 def case_limit_s(settings: RescoreSettings) -> float:
-    """The limit of one case as a whole: the limit of each engine that reads the output (the
-    value-only one and every full one), and one more each for regrade's own reading of the
-    golden and of the output outside the engines."""
+    """The limit of one case as a whole, in CPU seconds of the process grading it (with the
+    wall-clock backstop of :mod:`regrade.cpu_time`): the limit of each engine that reads the
+    output (the value-only one and every full one), and one more each for regrade's own
+    reading of the golden and of the output outside the engines."""
     return settings.timeout_s * (len(settings.engines) + 3)
 
 

@@ -108,6 +108,12 @@ class SleepingEngine(IronCalcEngine):
         time.sleep(30)
 
 
+class BurningEngine(IronCalcEngine):
+    def evaluate(self, path, cells):
+        while True:
+            sum(i * i for i in range(10_000))
+
+
 class GreedyEngine(IronCalcEngine):
     def evaluate(self, path, cells):
         return bytearray(2 * 1024**3)
@@ -118,7 +124,8 @@ class GreedyEngine(IronCalcEngine):
     [
         (PanickingEngine(), "crashed", "PanicException"),
         (SegfaultingEngine(), "crashed", "SIGSEGV"),
-        (SleepingEngine(), "timeout", "longer than 1 s"),
+        (BurningEngine(), "timeout", "more than 1 s of CPU time"),
+        (SleepingEngine(), "timeout", "still at work after 4 s"),  # computing nothing: the wall-clock backstop
         (GreedyEngine(), "memory-limit", "more than 512 MB"),
     ],
 )

@@ -4,12 +4,20 @@ depend on the machine's load."""
 from __future__ import annotations
 
 import multiprocessing
+import os
+import subprocess
+import sys
 import time
 
 import openpyxl
 
+from regrade.cpu_time import process_tree_cpu_seconds
+from regrade.engines.base import EngineSettings
+from regrade.engines.ironcalc import IronCalcEngine
+from regrade.engines.isolation import IsolatedEngine
 from regrade.runner import RescoreSettings, case_limit_s, rescore_run
 from regrade.runs.cases import Case
+from regrade.values import CellRef
 from tests.conftest import require_engines
 
 ROWS = 12_500  # four columns: 50,000 stored cells
@@ -104,3 +112,64 @@ def test_the_same_case_gives_the_same_record_on_a_busy_machine(tmp_path):
         for burner in burners:
             burner.join(10)
     assert busy == quiet
+
+
+def test_the_cpu_time_of_a_process_counts_its_descendants():
+    """A child spending about a second of CPU (and its own child, half as much) is counted
+    in its parent's tree while they run: the limits see soffice's work, not only its worker's."""
+    code = ("import subprocess, sys, time\n"
+            "def burn(s):\n"
+            "    end = time.process_time() + s\n"
+            "    while time.process_time() < end: pass\n"
+            "grandchild = subprocess.Popen([sys.executable, '-c', 'import time\\nend = time.process_time() + 0.5\\n"
+            "while time.process_time() < end: pass\\ntime.sleep(30)'])\n"
+            "burn(1.0); print('ready', flush=True); time.sleep(30)")
+    before = process_tree_cpu_seconds(os.getpid())
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        time.sleep(1.0)  # the grandchild's half second, however the cores are shared
+        spent = process_tree_cpu_seconds(os.getpid()) - before
+        assert 1.5 <= spent < 5, spent
+        assert 0.5 <= process_tree_cpu_seconds(child.pid) - 1.0 < 3  # its own second and the grandchild's half
+    finally:
+        subprocess.run(["pkill", "-P", str(child.pid)])
+        child.kill()
+        child.wait()
+
+
+class SpendsHalfASecond(IronCalcEngine):
+    """Spends half a second of CPU time on each workbook, then computes it."""
+
+    def evaluate(self, path, cells):
+        end = time.process_time() + 0.5
+        while time.process_time() < end:
+            pass
+        return super().evaluate(path, cells)
+
+
+def test_an_engine_limit_counts_cpu_time_so_a_busy_machine_does_not_stretch_it(tmp_path):
+    """Half a second of CPU under a 1 s limit, with twice as many busy processes as cores: the
+    worker's share of a core is under a half, so it needs more than 1 s of wall clock, and
+    still answers (a wall-clock limit would have called it a timeout)."""
+    book = openpyxl.Workbook()
+    book.active["A1"], book.active["A2"] = 4, "=A1*A1"
+    book.save(tmp_path / "book.xlsx")
+    engine = IsolatedEngine(SpendsHalfASecond(EngineSettings(timeout_s=1.0)))
+    a2 = CellRef("Sheet", 2, 1)
+    assert engine.evaluate(tmp_path / "book.xlsx", [a2]).cells == {a2: 16.0}  # the worker started, idle
+    stop = multiprocessing.Event()
+    burners = [multiprocessing.Process(target=_burn, args=(stop,)) for _ in range(2 * (os.cpu_count() or 1))]
+    for burner in burners:
+        burner.start()
+    try:
+        started = time.monotonic()
+        values = engine.evaluate(tmp_path / "book.xlsx", [a2])
+        elapsed = time.monotonic() - started
+    finally:
+        stop.set()
+        for burner in burners:
+            burner.join(10)
+        engine.close()
+    assert values.failure is None and values.cells == {a2: 16.0}, values.failure
+    assert elapsed > 1.0, f"the machine was not busy enough to show it ({elapsed:.2f} s)"

@@ -24,6 +24,7 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
+from regrade.cpu_time import wall_backstop_s
 from regrade.engines.base import EngineSettings
 from regrade.engines.cached import CachedAreas, CachedEngine
 from regrade.engines.pipeline import ComputingEngine
@@ -70,11 +71,12 @@ class GnumericEngine(ComputingEngine):
             try:
                 run = subprocess.run(
                     ["ssconvert", "--recalc", "--export-type=Gnumeric_Excel:xlsx2", str(path.resolve()), str(recalculated)],
-                    capture_output=True, text=True, timeout=self.timeout_s, cwd=scratch,
+                    capture_output=True, text=True, timeout=wall_backstop_s(self.timeout_s), cwd=scratch,  # CPU: its worker
                     env={"HOME": scratch, "PATH": "/usr/bin:/bin"},
                 )
             except subprocess.TimeoutExpired:
-                return WorkbookValues(failure=WorkbookFailure("timeout", f"gnumeric took longer than {self.timeout_s:g} s"))
+                return WorkbookValues(failure=WorkbookFailure(
+                    "timeout", f"gnumeric was still at work after {wall_backstop_s(self.timeout_s):g} s"))
             if run.returncode < 0:
                 return WorkbookValues(failure=WorkbookFailure("crashed", f"ssconvert died with signal {-run.returncode}"))
             if run.returncode != 0 or not recalculated.is_file():

@@ -29,12 +29,14 @@ import shutil
 import signal
 import sys
 import tempfile
+import time
 import weakref
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Sequence
 
+from regrade.cpu_time import process_tree_cpu_seconds, wall_backstop_s
 from regrade.engines.base import Engine
 from regrade.values import CellRef, WorkbookFailure, WorkbookValues
 
@@ -43,6 +45,7 @@ START_TIMEOUT_S = 120.0  # a worker's engine getting ready (LibreOffice starting
 CLOSE_TIMEOUT_S = 10.0  # a worker closing its engine (LibreOffice: soffice and its profile)
 TERMINATE_GRACE_S = 3.0  # a worker past its limit, told to close its engine, before it is killed
 ORPHAN_CHECK_S = 2.0
+POLL_S = 0.25  # how often a workbook's CPU time is read while its answer is awaited
 OUT_OF_MEMORY_EXIT = 3  # a worker that could not even report running out of memory
 _FRESH_START_FAULTS = ("crashed", "memory-limit")
 
@@ -122,10 +125,11 @@ class IsolatedEngine:
                 return WorkbookValues(failure=failure)
         assert self._connection is not None and self._worker is not None
         try:
+            spent_before = process_tree_cpu_seconds(self._worker.pid) if self._worker.pid is not None else None
             self._connection.send((path, cells))
-            if not self._connection.poll(self.timeout_s):
+            if (overrun := self._await_answer(spent_before)) is not None:
                 self._stop(ask_first=False)
-                return WorkbookValues(failure=WorkbookFailure("timeout", f"{self.name} took longer than {self.timeout_s:g} s"))
+                return WorkbookValues(failure=WorkbookFailure("timeout", overrun))
             outcome = self._connection.recv()
         except (EOFError, OSError):
             self._worker.join(5)
@@ -137,6 +141,29 @@ class IsolatedEngine:
             return outcome
         self._stop(ask_first=False)  # a worker that ran out of memory or raised is not trusted with the next workbook
         return WorkbookValues(failure=outcome)
+
+    def _await_answer(self, spent_before: float | None) -> str | None:
+        """Wait for the worker's answer to the workbook just sent; None once it is there, or
+        how the workbook overran its limit: more than ``timeout_s`` CPU seconds spent by the
+        worker and the processes it started (soffice, ssconvert), or, computing or not,
+        :func:`~regrade.cpu_time.wall_backstop_s` of wall clock (:mod:`regrade.cpu_time`). The
+        CPU time is read once more when the answer is there, so an answer counts by what it
+        cost, not by when the polls fell."""
+        assert self._connection is not None and self._worker is not None and self._worker.pid is not None
+        pid, limit = self._worker.pid, self.timeout_s
+        started = time.monotonic()
+        while True:
+            answered = self._connection.poll(POLL_S)
+            spent_now = process_tree_cpu_seconds(pid)
+            if spent_before is None or spent_now is None:  # no /proc: the limit is wall clock
+                if not answered and time.monotonic() - started > limit:
+                    return f"{self.name} took longer than {limit:g} s"
+            elif spent_now - spent_before > limit:  # also once answered: when the polls fall decides nothing
+                return f"{self.name} spent more than {limit:g} s of CPU time"
+            if answered:
+                return None
+            if time.monotonic() - started > wall_backstop_s(limit):
+                return f"{self.name} was still at work after {wall_backstop_s(limit):g} s"
 
     def _start(self) -> WorkbookFailure | None:
         """A fresh worker with its engine started (outside any workbook's time), or why not."""

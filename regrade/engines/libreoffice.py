@@ -42,6 +42,7 @@ import uuid
 from pathlib import Path
 from typing import Sequence
 
+from regrade.cpu_time import wall_backstop_s
 from regrade.engines.base import DEFAULT_MEMORY_MB, EngineSettings
 from regrade.engines.departures import (
     SHARED_DEPARTURES, Departure, abstain_on_departures, any_call, columns_of_an_array, empty_flag_left_out,
@@ -135,7 +136,7 @@ class LibreOfficeEngine(ComputingEngine):
             assert helper.stdin is not None
             helper.stdin.write(json.dumps(request) + "\n")
             helper.stdin.flush()
-            reply = self._read_line(helper, self.timeout_s)
+            reply = self._read_line(helper, wall_backstop_s(self.timeout_s))  # its worker counts the CPU limit
         except (BrokenPipeError, OSError) as exc:
             self.close()
             return WorkbookValues(failure=WorkbookFailure("crashed", f"LibreOffice helper died: {exc}"))
@@ -145,7 +146,8 @@ class LibreOfficeEngine(ComputingEngine):
             if died:
                 return WorkbookValues(failure=WorkbookFailure(
                     "crashed", f"LibreOffice died while evaluating (a crash, or its {self.memory_mb} MB memory limit)"))
-            return WorkbookValues(failure=WorkbookFailure("timeout", f"LibreOffice took longer than {self.timeout_s:g} s"))
+            return WorkbookValues(failure=WorkbookFailure(
+                "timeout", f"LibreOffice was still at work after {wall_backstop_s(self.timeout_s):g} s"))
         if not reply.get("ok"):
             return WorkbookValues(failure=WorkbookFailure(reply.get("reason", "crashed"), reply.get("detail", "")))
         return abstain_on_departures(analysis, _values(reply, cells), _DEPARTURES)

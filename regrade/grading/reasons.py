@@ -43,7 +43,7 @@ REASONS: dict[str, str] = {
     "locale-date": "a date written as text in the saving Excel's locale, which no engine here can repeat",
     "implicit-intersection": "an implicit intersection no engine here repeats as the saving Excel did",
     "undocumented-behaviour": "Excel's behaviour here is undocumented, so no engine's value can be trusted",
-    "timeout": "the engine took longer than the time limit on this workbook",
+    "timeout": "the engine spent more than its time limit (CPU seconds) on this workbook",
     "memory-limit": "the engine needed more memory than the limit on this workbook",
     "crashed": "the engine's worker died on this workbook",
     "load-failed": "the engine could not load the workbook",
