@@ -1,10 +1,10 @@
 """One pipeline per workbook, the same for every full engine.
 
 screen once → the linked copy, when the workbook caches other workbooks' values
-(:mod:`regrade.workbook.external`) → nothing more when no graded cell can be recomputed by any
-engine (each reads another workbook, or is another cell of :mod:`regrade.engines.unrepeatable`):
-every one abstains as the shared rules would make it, and no engine computes the file → the cone copy, when the workbook asks for much work
-beyond what the graded cells need (:mod:`regrade.workbook.cone_copy`) → analyse (the formula graph built at most once, on demand) → the engine
+(:mod:`regrade.workbook.external`) → nothing more when the rules every engine shares
+(:mod:`regrade.engines.unrepeatable`, which read formulas, never values) make an abstention of
+every graded cell: those are the answer, and the file is not computed → the cone copy, when
+the workbook asks for much work beyond what the graded cells need (:mod:`regrade.workbook.cone_copy`) → analyse (the formula graph built at most once, on demand) → the engine
 computes → its own rules and its totals mending (inside :meth:`ComputingEngine.compute`)
 → its values as Excel would store them (:func:`regrade.values.as_stored`: ``#CALC!`` is
 saved as ``#VALUE!``) → the rules every engine shares (:mod:`regrade.engines.unrepeatable`). An engine opened

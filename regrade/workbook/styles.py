@@ -60,11 +60,13 @@ class LeanArchive:
 
 
 class LeanReader(ExcelReader):
-    """openpyxl's reader over a :class:`LeanArchive`."""
+    """openpyxl's reader over a :class:`LeanArchive` (or the subclass ``archive_type``)."""
+
+    archive_type: type[LeanArchive] = LeanArchive
 
     def __init__(self, path: Path, read_only: bool = False, data_only: bool = False):
         super().__init__(path, read_only=read_only, data_only=data_only)
-        self.archive = LeanArchive(self.archive)  # type: ignore[assignment]
+        self.archive = self.archive_type(self.archive)  # type: ignore[assignment]
 
 
 def read_book(path: Path, data_only: bool = False, read_only: bool = False) -> Workbook:
