@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import ClassVar, Sequence
 
 from regrade.engines.base import EngineBase, EngineSettings
-from regrade.engines.unrepeatable import abstain_where_no_engine_can, abstentions_for_every_cell
+from regrade.engines.unrepeatable import abstain_where_no_engine_can, shared_abstentions
 from regrade.values import CellRef, WorkbookValues, as_stored
 from regrade.workbook.analysis import WorkbookAnalysis
 from regrade.workbook.cone_copy import cone_workbook
@@ -43,13 +43,18 @@ class ComputingEngine(EngineBase):
         with linked_workbook(path) as linked:
             if linked != path:
                 analysis = WorkbookAnalysis(linked)
-            if (unrepeatable := abstentions_for_every_cell(analysis, cells)) is not None:
-                return unrepeatable
+            unrepeatable = shared_abstentions(analysis, cells)  # worked out once, before computing
+            if cells and all(ref in unrepeatable for ref in cells):  # nothing an engine computes would be read
+                graph = analysis.graph()
+                return WorkbookValues(sheet_names=list(graph.sheets) if graph is not None else [],
+                                      cells={ref: unrepeatable[ref] for ref in cells})
             narrowed = cone_workbook(linked, analysis.graph, cells) if self.narrow_to_cone else nullcontext(linked)
             with narrowed as computed:
                 values = self.compute(analysis if computed == linked else WorkbookAnalysis(computed), cells)
             values.cells = {ref: as_stored(value) for ref, value in values.cells.items()}
-            return abstain_where_no_engine_can(analysis, values)
+            if values.failure is None:
+                values.cells.update({ref: made for ref, made in unrepeatable.items() if ref in values.cells})
+            return values
 
     def compute(self, analysis: WorkbookAnalysis, cells: Sequence[CellRef]) -> WorkbookValues:
         """The engine's values of ``cells``, its own rules applied; never raises for a bad file."""

@@ -61,66 +61,58 @@ _TIME = r"(?:\s+\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:\s*[AaPp][Mm])?)?"
 
 def abstain_where_no_engine_can(analysis: WorkbookAnalysis, values: WorkbookValues) -> WorkbookValues:
     """The engine's values, with the cells described above turned into abstentions."""
-    if values.failure is not None or not values.cells:
-        return values
+    if values.failure is None and values.cells:
+        values.cells.update(shared_abstentions(analysis, list(values.cells)))
+    return values
+
+
+def shared_abstentions(analysis: WorkbookAnalysis, cells: Sequence[CellRef]) -> dict[CellRef, CannotEvaluate]:
+    """{cell: its abstention} for those of ``cells`` described above. The checks read the
+    workbook's formulas, never an engine's values, so this can be worked out before any
+    engine computes (:mod:`regrade.engines.pipeline` does, once per workbook)."""
+    found: dict[CellRef, CannotEvaluate] = {}
+    if not cells:
+        return found
     look = quick_look(analysis.path)
     if not (look.external or look.text_dates or look.intersected or look.approximate):
-        return values
+        return found
     graph = analysis.graph()
     if graph is None:
-        return values
+        return found
     dated = _TextDates(graph) if look.text_dates else None
     intersected = _Intersected(graph) if look.intersected else None
     over_empty = _ApproximateOverEmpty(graph) if look.approximate else None
     # one walk over the cones of all the cells first: a check that finds nothing there finds
     # nothing in any one cone, and the walks cell by cell (cones overlap) are left out
-    together = graph.cells_in_cone([CellRef(s, ref.row, ref.column) for ref in values.cells
+    together = graph.cells_in_cone([CellRef(s, ref.row, ref.column) for ref in cells
                                     if (s := resolve_sheet(ref.sheet, graph.sheets)) is not None])
     dated = dated if dated is not None and dated.read_by(together) else None
     intersected = intersected if intersected is not None and intersected.read_by(together) else None
     over_empty = over_empty if over_empty is not None and over_empty.read_by(together) else None
     if not (look.external or dated or intersected or over_empty):
-        return values
-    for ref in list(values.cells):
+        return found
+    for ref in cells:
         sheet = resolve_sheet(ref.sheet, graph.sheets)
         if sheet is None:
             continue
         cell = CellRef(sheet, ref.row, ref.column)
         if look.external and graph.cone([cell]).external:
-            values.cells[ref] = abstention("external-link")
+            found[ref] = abstention("external-link")
             continue
         if not (dated or intersected or over_empty):
             continue
         cone = graph.cells_in_cone([cell])  # one walk for the three checks below
         if dated is not None and (text := dated.read_by(cone)):
-            values.cells[ref] = abstention("locale-date", f"the value turns a date typed as text ({text!r}) into a "
-                                                          "number, which Excel does by its locale, day or month first")
+            found[ref] = abstention("locale-date", f"the value turns a date typed as text ({text!r}) into a "
+                                                   "number, which Excel does by its locale, day or month first")
         elif intersected is not None and intersected.read_by(cone):
-            values.cells[ref] = abstention("implicit-intersection")
+            found[ref] = abstention("implicit-intersection")
         elif over_empty is not None and (function := over_empty.read_by(cone)):
-            values.cells[ref] = abstention("approximate-lookup-over-empty",
-                                           f"{function} with match_mode 1 or -1 over a lookup array that holds empty "
-                                           "cells: Excel ranks empty elements apart from numbers, by a rule no engine "
-                                           "here follows")
-    return values
-
-
-def abstentions_for_every_cell(analysis: WorkbookAnalysis, cells: Sequence[CellRef]) -> WorkbookValues | None:
-    """The abstentions of :func:`abstain_where_no_engine_can` for ``cells`` when it makes one
-    of every cell, whatever an engine would compute (its checks read formulas, never values):
-    the engine need not compute the workbook at all. None when some cell could be computed.
-
-    SpreadsheetBench 59932 case 2: every answer cell reads another workbook whose cache
-    failed to refresh, and IronCalc and LibreOffice each spent their 60 s limit on the file's
-    34,000 other formulas before the cells abstained anyway."""
-    if not cells:
-        return None
-    not_computed = CannotEvaluate("not-computed")
-    judged = abstain_where_no_engine_can(analysis, WorkbookValues(cells=dict.fromkeys(cells, not_computed)))
-    if any(value is not_computed for value in judged.cells.values()):
-        return None
-    graph = analysis.graph()
-    return WorkbookValues(sheet_names=list(graph.sheets) if graph is not None else [], cells=judged.cells)
+            found[ref] = abstention("approximate-lookup-over-empty",
+                                    f"{function} with match_mode 1 or -1 over a lookup array that holds empty "
+                                    "cells: Excel ranks empty elements apart from numbers, by a rule no engine "
+                                    "here follows")
+    return found
 
 
 def intersects_implicitly(formula: str) -> bool:

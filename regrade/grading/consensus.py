@@ -69,9 +69,9 @@ def consensus(
     result = Consensus(WorkbookValues(sheet_names=base.sheet_names, formulas=dict(stored.formulas)))
     refs = dict.fromkeys(ref for view in readable for ref in view.cells)
     if stored.failure is None:  # a graded constant no engine was asked for: kept as stored, as recomputed_view keeps it
-        for ref, value in stored.cells.items():
-            if ref not in refs and ref not in stored.formulas and ref not in spilled:
-                result.view.cells[ref] = decoded_text(value)
+        computable = set(engine_cells(list(stored.cells), stored, spilled))
+        result.view.cells.update({ref: decoded_text(value) for ref, value in stored.cells.items()
+                                  if ref not in refs and ref not in computable})
     for ref in refs:
         values = {name: _value(view, ref) for name, view in views.items()}
         result.by_engine[ref] = values
