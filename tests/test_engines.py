@@ -461,3 +461,94 @@ def test_value_error_from_a_date_read_from_text_is_an_abstention(workbook):
     assert values[ref("B1")].rule == "ironcalc-date-text"
     assert values[ref("B2")] == 44417
     assert values[ref("B3")] == ExcelError("#DIV/0!")  # an error other than #VALUE! stands
+
+
+def test_subtotal_over_offset_of_an_array_is_one_value_per_reference(workbook):
+    from openpyxl.worksheet.formula import ArrayFormula
+
+    # OFFSET with an array of offsets is one reference per element in Excel, and SUBTOTAL one value
+    # per reference (IronCalc alone takes the first element). A1:A3 = 1, 2, 3; C1:C3 = 5, 1, 2 and
+    # D1:D3 = 7, 8, 9.
+    path = workbook({"A1": 1, "A2": 2, "A3": 3, "C1": 5, "C2": 1, "C3": 2, "D1": 7, "D2": 8, "D3": 9,
+                     "B1": "=SUMPRODUCT(SUBTOTAL(9,OFFSET(A1,ROW(A1:A3)-ROW(A1),0)))",  # 1 + 2 + 3
+                     "B2": ArrayFormula("B2", "=SUM(SUBTOTAL(4,OFFSET(C1:C3,0,{0,1})))"),  # MAX(C) + MAX(D) = 5 + 9
+                     "B3": "=SUMPRODUCT(SUBTOTAL(3,OFFSET(A1,ROW(A1:A5)-ROW(A1),0)))",  # A4, A5 empty: 3
+                     "B4": "=SUMPRODUCT(--(SUBTOTAL(4,OFFSET(C1:C3,,ROW(1:2)-1))=C1:C2))"})  # {5;9}={5;1}: one match
+    values = IronCalcEngine().evaluate(path, [ref("B1"), ref("B2"), ref("B3"), ref("B4")]).cells
+    assert [values[ref(c)] for c in ("B1", "B2", "B3", "B4")] == [6, 14, 3, 1]
+
+
+def _filtered_book(path, cells: dict):
+    """A2:A5 = 1, 2, 4, 8 under a filter showing 1 and 4 (rows 3 and 5 hidden by it); A7 = 16 in a
+    row hidden by hand; and ``cells``."""
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.title = "Sheet1"
+    sheet["A1"] = "v"
+    for row, value in ((2, 1), (3, 2), (4, 4), (5, 8), (7, 16)):
+        sheet.cell(row, 1, value)
+    sheet.auto_filter.ref = "A1:A5"
+    sheet.auto_filter.add_filter_column(0, ["1", "4"])
+    for row in (3, 5, 7):
+        sheet.row_dimensions[row].hidden = True
+    for coordinate, value in cells.items():
+        sheet[coordinate] = value
+    book.save(path)
+    return path
+
+
+def test_every_subtotal_skips_the_rows_a_filter_hides(tmp_path):
+    # SUBTOTAL 1-11 skip the filtered rows only, 101-111 every hidden row (support.microsoft.com,
+    # SUBTOTAL function); IronCalc alone counts the filtered rows in 1-11, and the bridge computes them.
+    path = _filtered_book(tmp_path / "filtered.xlsx", {
+        "B1": "=SUBTOTAL(9,A2:A7)*2",  # (1 + 4 + 16) * 2
+        "B2": "=SUBTOTAL(109,A2:A7)+0",  # 1 + 4
+        "B3": "=SUMPRODUCT(SUBTOTAL(3,OFFSET(A2,ROW(A2:A7)-ROW(A2),0)))",  # rows 2, 4, 7: 3
+        "B4": "=SUBTOTAL(9,A2:A7)"})  # a direct call: 21
+    cells = [ref("B1"), ref("B2"), ref("B3"), ref("B4")]
+    values = IronCalcEngine().evaluate(path, cells).cells
+    assert [values[c] for c in cells] == [42, 5, 3, 21]
+    # past the bridge's work budget IronCalc's own SUBTOTAL is left: the direct call is mended, the rest abstain
+    values = IronCalcEngine(EngineSettings(bridge_work=0)).evaluate(path, cells).cells
+    assert values[ref("B4")] == 21
+    assert all(isinstance(values[c], CannotEvaluate) for c in cells[:3])
+
+
+def test_a_subtotal_the_bridge_cannot_take_where_a_filter_hides_rows_is_an_abstention(tmp_path):
+    # a formula calling a function IronCalc lacks is not bridged, so its SUBTOTAL keeps the filtered
+    # rows: what reads it abstains (IronCalc's B6 would be 0 + 1 + 2 + 4 + 8 + 16, Excel's 0 + 21);
+    # B1 does not read it: (1 + 4 + 16) * 2
+    path = _filtered_book(tmp_path / "filtered.xlsx", {
+        "B5": '=IFERROR(GETPIVOTDATA("x",A1),0)+SUBTOTAL(9,A2:A7)', "B6": "=B5*1", "B1": "=SUBTOTAL(9,A2:A7)*2"})
+    values = IronCalcEngine().evaluate(path, [ref("B1"), ref("B6")]).cells
+    assert values[ref("B1")] == 42
+    assert values[ref("B6")].rule == "ironcalc-bridge-left"
+
+
+def test_a_bridged_reference_to_a_sheet_whose_name_has_a_space_is_a_reference(tmp_path):
+    import openpyxl
+
+    # 'My Data'!A1:A3 = 1, 2, 4 with row 2 hidden by hand. AGGREGATE(9, 5, ...) skips hidden rows:
+    # 1 + 4 = 5. The bridge used to drop the space from the sheet's name, fail to place the
+    # reference and evaluate it as an array with no rows hidden, which AGGREGATE 1-13 reject
+    # (#VALUE!).
+    book = openpyxl.Workbook()
+    book.active.title = "Sheet1"
+    data = book.create_sheet("My Data")
+    for row, value in ((1, 1), (2, 2), (3, 4)):
+        data.cell(row, 1, value)
+    data.row_dimensions[2].hidden = True
+    book["Sheet1"]["B1"] = "=_xlfn.AGGREGATE(9,5,'My Data'!A1:A3)"
+    path = tmp_path / "spaced.xlsx"
+    book.save(path)
+    assert IronCalcEngine().evaluate(path, [ref("B1")]).cells[ref("B1")] == 5
+
+
+def test_only_expressions_that_are_one_value_whatever_the_cells_hold_skip_sizing():
+    from regrade.engines.ironcalc_bridge import _plainly_scalar
+
+    assert all(_plainly_scalar(t) for t in ("P$4&0", "TODAY()", "YEAR(A1)+1", "'My Data'!B2*2", '"a"&B2'))
+    assert not any(_plainly_scalar(t) for t in ("A1:A3", "{1,2}", "SEQUENCE(3)", "Name1", "A1#", 'INDIRECT("A1:A3")',
+                                                "MONTH(A1:A3)"))

@@ -34,6 +34,7 @@ class Departure:
     beyond: float | None = None  # ... only when the engine's value is a number of greater magnitude
     text_like: re.Pattern[str] | None = None  # ... only when the engine's value is a text this pattern finds
     plain_only: bool = False  # only in a formula saved plain (without array metadata, as openpyxl writes it)
+    except_in: tuple[str, ...] = ()  # not where the call is a whole argument of one of these functions
 
     def concerns(self, value: CellResult) -> bool:
         """Whether the rule may fire on a cell with this value."""
@@ -179,5 +180,16 @@ def _plain(graph: FormulaGraph, cell: CellRef) -> bool:
 
 
 def _calls_so(departure: Departure, formula: str) -> bool:
-    return departure.function in formula.upper() and any(
-        call.name == departure.function and departure.departs(call) for call in calls(formula))
+    if departure.function not in formula.upper():
+        return False
+    found = calls(formula)
+    departing = [call for call in found if call.name == departure.function and departure.departs(call)]
+    if departing and departure.except_in:
+        inside = {_spelled(arg) for call in found if call.name in departure.except_in for arg in call.args}
+        departing = [call for call in departing if _spelled(f"{call.name}({','.join(call.args)})") not in inside]
+    return bool(departing)
+
+
+def _spelled(text: str) -> str:
+    """A call's text as compared: upper case, without spaces or the _xlfn. prefix."""
+    return text.upper().replace(" ", "").replace("_XLFN.", "")

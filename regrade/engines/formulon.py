@@ -21,6 +21,9 @@ of :mod:`regrade.engines.rules`):
   abstains (``formulon-legacy-array-argument``); and it gives ``#CALC!`` or ``#VALUE!`` for a
   dynamic-array function (FILTER, UNIQUE ...) in such a formula, where Excel shows the first
   value: an erroring cell whose cone holds one abstains (``formulon-plain-dynamic-array``);
+- it gives ``#CALC!`` for SEQUENCE with an argument written as nothing (``SEQUENCE(,5)``, which
+  Excel reads as ``SEQUENCE(1,5)``): an erroring cell whose cone calls one abstains
+  (``formulon-sequence-argument-left-out``);
 - it departs as LibreOffice does on TEXTJOIN with ignore_empty written as nothing, OFFSET over
   an array of offsets and VLOOKUP/HLOOKUP of an array of columns (``formulon-textjoin-empty-flag``,
   ``formulon-offset-array``, ``formulon-lookup-column-array``), and gives ``#VALUE!`` for OFFSET
@@ -177,6 +180,10 @@ def _of_a_structured_reference(call: Call) -> bool:
     return bool(call.args) and structured_reference(call.args[0])
 
 
+def _an_argument_left_out(call: Call) -> bool:
+    return "" in call.args
+
+
 def _criteria_array(indexes: tuple[int, ...]) -> Callable[[Call], bool]:
     return lambda call: any(i < len(call.args) and array_constant(call.args[i]) for i in indexes)
 
@@ -197,6 +204,7 @@ _DEPARTURES = (
     Departure("OFFSET", offsets_of_an_array, "formulon-offset-array"),
     Departure("OFFSET", offsets_of_a_computed_array, "offset-computed-array", only_on=ExcelError("#VALUE!")),
     *(Departure(name, columns_of_an_array, "formulon-lookup-column-array") for name in ("VLOOKUP", "HLOOKUP")),
+    Departure("SEQUENCE", _an_argument_left_out, "formulon-sequence-argument-left-out", on_any_error=True),
     TEXT_FORMAT_REJECTED,
     *SHARED_DEPARTURES,
 )

@@ -1,7 +1,7 @@
 """IronCalc: a full recalculation in Rust, through its Python bindings.
 
 IronCalc recomputes every formula on load. AGGREGATE, which it lacks, and the
-functions it gets wrong (SUBTOTAL 110/111, XLOOKUP, XMATCH) are computed by
+functions it gets wrong (SUBTOTAL 110/111, SUBTOTAL where a filter hides rows, XLOOKUP, XMATCH ...) are computed by
 :mod:`regrade.engines.ironcalc_bridge` from arguments IronCalc evaluates. Where it cannot
 compute a cell, regrade abstains instead of reporting a wrong value:
 
@@ -17,9 +17,10 @@ compute a cell, regrade abstains instead of reporting a wrong value:
   abstains (IronCalc gives ``#NAME?``, or 0);
 - ``#VALUE!`` from a date read from text (``DATEVALUE("9 Aug 2021")``) abstains:
   IronCalc reads fewer date texts than Excel (:func:`regrade.workbook.calls.reads_a_date_from_text`);
-- OFFSET over offsets computed from ranges (``SUMPRODUCT(SUBTOTAL(9,OFFSET(A1,ROW(A1:A3)-1,0)))``):
+- OFFSET over offsets computed from ranges (``SUMPRODUCT(N(OFFSET(A1,ROW(A1:A3)-1,0)))``):
   IronCalc takes the first element where Excel makes one reference per element
-  (``offset-computed-array``, a row of :mod:`regrade.engines.departures`).
+  (``offset-computed-array``, a row of :mod:`regrade.engines.departures`); as a SUBTOTAL's
+  reference the bridge computes it, one reference at a time.
 
 Each abstention is a rule of :mod:`regrade.engines.rules`. The bridge evaluates the model
 several times; past ``EngineSettings.bridge_work`` referenced cells (a count, not a clock)
@@ -74,20 +75,21 @@ class IronCalcEngine(PythonPackageEngine):
         except Exception as exc:  # WorkbookError and friends; a panic is handled by the worker
             return WorkbookValues(failure=WorkbookFailure("load-failed", f"IronCalc cannot load it: {exc}"))
         names = [p["name"] for p in model.get_worksheets_properties()]
-        originals = _work_around_defects(model, names, path)  # before the first evaluation: one is enough
+        originals = _work_around_defects(model, names, analysis)  # before the first evaluation: one is enough
         try:
             model.evaluate()
         except Exception as exc:
             return WorkbookValues(failure=WorkbookFailure("load-failed", f"IronCalc cannot evaluate it: {exc}"))
         heavy = _referenced_cells(model) > self.settings.bridge_work  # a count of work, never a clock
         order = functools.partial(_dependency_levels, analysis, names)
-        bridged = bridge_functions(model, array_formula_cells(path), only_missing=heavy, order=order)
-        originals = {**bridged.originals, **originals}
-        skipped = {CellRef(names[sheet], row, column): function for (sheet, row, column), function in bridged.skipped.items()}
         graph = analysis.graph
-        workbook_unknown = functools.cache(lambda: _workbook_unknown_functions(model))
         mentioned = mentions(path, (b"SUBTOTAL(", b"filterColumn", b"LOOKUP("))  # a quick look before the graph
         filtered = {b"SUBTOTAL(", b"filterColumn"} <= mentioned
+        bridged = bridge_functions(model, array_formula_cells(path), only_missing=heavy, order=order,
+                                   filtered_rows=_filtered_rows(graph(), names) if filtered else None)
+        originals = {**bridged.originals, **originals}
+        skipped = {CellRef(names[sheet], row, column): function for (sheet, row, column), function in bridged.skipped.items()}
+        workbook_unknown = functools.cache(lambda: _workbook_unknown_functions(model))
         empty_lookups = _lookups_of_empty_cells(model, names, originals) if b"LOOKUP(" in mentioned else {}
         computed_names = any(plain_area(n["formula"], names[0], names) is None for n in model.get_defined_name_list())
         result = WorkbookValues(sheet_names=names)
@@ -121,19 +123,32 @@ class IronCalcEngine(PythonPackageEngine):
                     value = abstention("ironcalc-lookup-of-empty", f"IronCalc's {', '.join(lookups)} of an empty cell "
                                        "matches an empty cell of the range, which Excel's does not")
             result.cells[ref] = value
-        if filtered and (totals_graph := graph()) is not None:
+        # the bridge computes every SUBTOTAL where a filter hides rows (what depends on one it left to
+        # IronCalc abstains above); where it left them all (past its work budget, or unsettled), the
+        # direct calls are computed here and the rest abstain
+        if filtered and (heavy or not bridged.settled) and (totals_graph := graph()) is not None:
             mend_totals(totals_graph, result, functools.partial(_read_area, model, names), _DEFECTS)
         return abstain_on_departures(analysis, result, _DEPARTURES)
 
 
-# Ways of calling where IronCalc departs from Excel (regrade.engines.departures)
-_DEPARTURES = (Departure("OFFSET", offsets_of_a_computed_array, "offset-computed-array"), TEXT_FORMAT_REJECTED,
-               *SHARED_DEPARTURES)
+# Ways of calling where IronCalc departs from Excel (regrade.engines.departures); OFFSET as a
+# SUBTOTAL's reference is the bridge's, which computes it or leaves the cell to abstain
+_DEPARTURES = (Departure("OFFSET", offsets_of_a_computed_array, "offset-computed-array", except_in=("SUBTOTAL",)),
+               TEXT_FORMAT_REJECTED, *SHARED_DEPARTURES)
 
 
 # IronCalc computes SUBTOTAL 101-111 itself (110 and 111 through the bridge) and AGGREGATE
-# through the bridge; it counts the rows a filter hides in SUBTOTAL 1-11.
+# through the bridge; it counts the rows a filter hides in SUBTOTAL 1-11, which the bridge
+# computes where a filter hides rows.
 _DEFECTS = TotalsDefects(filtered=True)
+
+
+def _filtered_rows(graph: FormulaGraph | None, names: list[str]) -> dict[int, frozenset[int]] | None:
+    """Per sheet index, the rows a filter hides (None when the file cannot be traced: the bridge
+    then leaves SUBTOTAL 1-11 to IronCalc and the totals are mended as before)."""
+    if graph is None:
+        return None
+    return {names.index(sheet): rows.filtered for sheet, rows in graph.hidden_rows.items() if sheet in names and rows.filtered}
 
 
 def _read_area(model: Any, names: list[str], area: Area) -> list[list[object]]:
@@ -152,11 +167,13 @@ def _referenced_cells(model: Any) -> int:
                if (formula := model.get_cell_formula(sheet, row, column)))
 
 
-def _work_around_defects(model: Any, names: list[str], path: Path) -> dict[tuple[int, int, int], str]:
+def _work_around_defects(model: Any, names: list[str], analysis: WorkbookAnalysis) -> dict[tuple[int, int, int], str]:
     """Rewrite formulas IronCalc misreads (regrade.workbook.structured, regrade.engines.ironcalc_rewrites);
-    returns each rewritten cell's original formula. The caller evaluates the model again."""
+    returns each rewritten cell's original formula. The caller evaluates the model again. The
+    structured references are read from the formula graph's workbook, loaded once for both."""
     originals: dict[tuple[int, int, int], str] = {}
-    for (sheet_name, row, column), formula in structured_rewrites(path, array_formulas=True).items():
+    loaded = lambda: graph.book if (graph := analysis.graph()) is not None else None  # noqa: E731
+    for (sheet_name, row, column), formula in structured_rewrites(analysis.path, array_formulas=True, loaded=loaded).items():
         if sheet_name in names:
             index = names.index(sheet_name)
             originals[(index, row, column)] = model.get_cell_formula(index, row, column) or formula

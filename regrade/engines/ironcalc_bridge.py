@@ -3,6 +3,11 @@
 ======================  ===========================================================
 AGGREGATE               IronCalc lacks it (:mod:`regrade.engines.functions.aggregate`)
 SUBTOTAL 110 and 111    IronCalc counts hidden rows in them
+SUBTOTAL 1-11 where a   IronCalc counts the rows a filter hides, which every SUBTOTAL
+filter hides rows       skips (it counts rows hidden by hand, as Excel does in 1-11)
+SUBTOTAL over OFFSET    OFFSET with an array of offsets or sizes (``OFFSET(A1, ROW(A1:A9)
+of an array             - 1, 0)``) is one reference per element in Excel, and SUBTOTAL
+                        one value per reference; IronCalc takes the first element
 XLOOKUP, XMATCH         IronCalc gives ``#VALUE!`` for a two-dimensional return
                         array and misses wildcard matches over computed arrays and
                         XMATCH of an array of values
@@ -46,7 +51,8 @@ reference XLOOKUP returns when its return array is a reference (as Excel does), 
 literal otherwise.
 
 A call whose arguments regrade cannot take (a binary search, an array lookup value,
-an array too large) is left to IronCalc. *Passes* repeat the whole resolution
+an array too large) is left to IronCalc; a SUBTOTAL so left, whose IronCalc value is wrong
+there, is reported with the skipped cells. *Passes* repeat the whole resolution
 until no formula changes, so a call that reads another bridged cell converges. A
 chain too long for that (task 42110: each of 45 rows lists the names the rows above
 have not) is resolved one dependency level at a time, in the order of the formula
@@ -59,13 +65,13 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Collection
+from typing import Any, Callable, Collection, Mapping
 
 from openpyxl.formula.tokenizer import Token
 from openpyxl.utils.cell import get_column_letter, range_boundaries
 
 from regrade.values import ExcelError
-from regrade.workbook.calls import calls
+from regrade.workbook.calls import Call, array_expression, calls
 from regrade.engines.functions.aggregate import Item, aggregate
 from regrade.engines.functions.criteria import conditional
 from regrade.engines.functions.dates import day, edate, eomonth, month, year
@@ -86,13 +92,15 @@ _CANDIDATE = re.compile(
     re.IGNORECASE,
 )
 _INDEX_AS_REFERENCE = re.compile(r"(?:[:]\s*(?:_xlfn\.)?index\(|index\(.*\)\s*:)", re.IGNORECASE)  # A1:INDEX(...)
-_SUBTOTAL_BY_IRONCALC = re.compile(r"\s*(?:10[1-9]|[1-9]|1[01])\s*")  # IronCalc's own are right
+_SUBTOTAL_BY_IRONCALC = re.compile(r"\s*(?:10[1-9]|[1-9]|1[01])\s*")  # IronCalc's own are right (1-11: unfiltered)
+_OFFSET_CALL = re.compile(r"(?:_xlfn\.)?OFFSET\(", re.IGNORECASE)
 _REFERENCE = re.compile(
     r"^(?:(?P<sheet>'(?:[^']|'')+'|[A-Za-z0-9_.]+)!)?(?P<range>\$?[A-Z]{1,3}\$?\d*(?::\$?[A-Z]{1,3}\$?\d*)?)$"
 )
 _POSITIONAL = re.compile(r"(?:ROW|COLUMN)\(\s*\)|\b(?:CELL|INDIRECT|OFFSET)\(", re.IGNORECASE)
 _WHOLE_SHEET = re.compile(r"(!|[(,=+\-*/&^<>])\s*:(?=\s*[,)])")  # a bare ":" where a reference stands
 _NUMBER = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$")
+_SINGLE_CELL = re.compile(r"(?:(?:'(?:[^']|'')+'|[A-Za-z0-9_.]+)!)?\$?[A-Za-z]{1,3}\$?\d+")
 
 ModelCell = tuple[int, int, int]  # a cell of an IronCalc model: sheet index, row, column
 
@@ -103,17 +111,20 @@ class Argument:
 
     rows: list[list[object]]
     hidden: list[bool] = field(default_factory=list)  # per row, references only
+    filtered: list[bool] = field(default_factory=list)  # per row: hidden by a filter (references only)
     nested: list[list[bool]] = field(default_factory=list)  # per cell: a SUBTOTAL/AGGREGATE formula
     reference: tuple[int, int, int, int, int] | None = None  # sheet, min_row, min_col, max_row, max_col
     omitted: bool = False  # written as nothing, as in XLOOKUP(a, b, c, , 2)
+    references: list[list[Argument | ExcelError]] | None = None  # OFFSET of an array: one reference per element
 
     @property
     def scalar(self) -> object:
         return self.rows[0][0] if len(self.rows) == 1 and len(self.rows[0]) == 1 else VALUE
 
-    def items(self) -> list[Item]:
+    def items(self, filtered_only: bool = False) -> list[Item]:
+        """Its values; with ``filtered_only``, only rows a filter hides are marked hidden (SUBTOTAL 1-11)."""
         flags = self.nested or [[False] * len(r) for r in self.rows]
-        hidden = self.hidden or [False] * len(self.rows)
+        hidden = (self.filtered if filtered_only else self.hidden) or [False] * len(self.rows)
         return [Item(v, hidden=hidden[i], nested=flags[i][j]) for i, row in enumerate(self.rows) for j, v in enumerate(row)]
 
 
@@ -155,10 +166,26 @@ class Bridged:
 
     originals: dict[ModelCell, str]  # each cell it rewrote: the cell's original formula
     skipped: dict[ModelCell, str]  # cells it should have computed but left to IronCalc: the function
+    settled: bool = True  # False: it gave up, every cell it found is left to IronCalc
+
+
+@dataclass
+class _Context:
+    """What every resolution of one model shares."""
+
+    array_cells: Collection[ModelCell]  # the cells holding array formulas
+    filtered_rows: Mapping[int, frozenset[int]]  # per sheet index: the rows a filter hides
+    subtotal_cells: set[ModelCell] = field(default_factory=set)  # SUBTOTAL/AGGREGATE formulas, which callers may skip
+    refused: set[ModelCell] = field(default_factory=set)  # cells holding a SUBTOTAL the last resolution could not compute
+
+    @property
+    def filtering(self) -> bool:
+        return any(self.filtered_rows.values())
 
 
 def bridge_functions(model: Any, array_cells: Collection[ModelCell] = frozenset(), only_missing: bool = False,
-                     order: Callable[[list[ModelCell]], list[list[ModelCell]] | None] | None = None) -> Bridged:
+                     order: Callable[[list[ModelCell]], list[list[ModelCell]] | None] | None = None,
+                     filtered_rows: Mapping[int, frozenset[int]] | None = None) -> Bridged:
     """Compute every bridged call into the model's formulas.
 
     ``array_cells`` are the cells holding array formulas (:func:`regrade.workbook.sheets.array_formula_cells`).
@@ -166,18 +193,26 @@ def bridge_functions(model: Any, array_cells: Collection[ModelCell] = frozenset(
     wrong in places (for workbooks so slow to evaluate that the bridge's extra evaluations
     would not fit in the time limit). ``order`` puts bridged cells in dependency levels
     (:meth:`regrade.workbook.cones.FormulaGraph.dependency_levels`), for chains too long to settle
-    in :data:`MAX_PASSES` passes. The cells left to IronCalc (for time, because they did not
-    settle, or because the call reads a LET or LAMBDA name, which means nothing outside the
-    formula) are reported as skipped: the caller abstains on what depends on them.
+    in :data:`MAX_PASSES` passes. The model must be evaluated (its copies keep its values).
+    ``filtered_rows`` are, per sheet index, the rows a filter hides
+    (:class:`regrade.workbook.sheets.HiddenRows`): where there are any, every SUBTOTAL is bridged.
+    The cells left to IronCalc (for time, because they did not settle, because the call reads a
+    LET or LAMBDA name, which means nothing outside the formula, or a SUBTOTAL the bridge could
+    not compute) are reported as skipped: the caller abstains on what depends on them.
     """
+    context = _Context(array_cells, filtered_rows or {})
     originals: dict[ModelCell, str] = {}
     functions: dict[ModelCell, str] = {}  # the bridged function of each cell found
     for sheet, row, column in model.get_all_cells():
         formula = _repair_rendering(model.get_cell_formula(sheet, row, column))
         cell = (sheet, row, column)
-        if formula and (_CANDIDATE.search(formula) or _INDEX_AS_REFERENCE.search(formula)) \
-                and not set(unknown_functions(formula)) - _FUNCTIONS.keys():  # those IronCalc lacks stay, to abstain on
-            call = _innermost(cell, formula, cell in array_cells)
+        if not formula or not (_CANDIDATE.search(formula) or _INDEX_AS_REFERENCE.search(formula)):
+            continue
+        if set(unknown_functions(formula)) - _FUNCTIONS.keys():  # those IronCalc lacks stay, to abstain on
+            if context.filtering and _calls_subtotal(formula):
+                functions[cell] = "SUBTOTAL"  # ... and a SUBTOTAL there counts the rows a filter hides
+        else:
+            call = _innermost(cell, formula, context)
             if call is not None:
                 functions[cell] = call.function
                 if (not only_missing or _holds_missing(formula)) and not _reads_local_names(call, formula):
@@ -185,23 +220,23 @@ def bridge_functions(model: Any, array_cells: Collection[ModelCell] = frozenset(
     skipped = {cell: function for cell, function in functions.items() if cell not in originals}
     if not originals:
         return Bridged({}, skipped)
-    subtotal_cells = {cell for cell, text in originals.items() if _is_subtotal(text)}
-    settled = _settle_in_passes(model, originals, array_cells, subtotal_cells)
+    context.subtotal_cells = {cell for cell, text in originals.items() if _is_subtotal(text)}
+    settled = _settle_in_passes(model, originals, context)
     if settled is None and order is not None and (levels := order(sorted(originals))) is not None:
         _write(model, originals)
-        settled = _settle_by_level(model, originals, array_cells, subtotal_cells, levels)
+        settled = _settle_by_level(model, originals, context, levels)
     if settled is None:  # did not settle: give up honestly
         _write(model, originals)
-        return Bridged({}, functions)
+        return Bridged({}, functions, settled=False)
+    skipped.update({cell: "SUBTOTAL" for cell in context.refused})
     return Bridged({cell: originals[cell] for cell in originals if settled[cell] != originals[cell]}, skipped)
 
 
-def _settle_in_passes(model: Any, originals: dict[ModelCell, str], array_cells: Collection[ModelCell],
-                      subtotal_cells: set[ModelCell]) -> dict[ModelCell, str] | None:
+def _settle_in_passes(model: Any, originals: dict[ModelCell, str], context: _Context) -> dict[ModelCell, str] | None:
     """Resolve every formula, pass after pass, until a pass changes nothing; None if none does so in time."""
     previous: dict[ModelCell, str] = {}
     for _ in range(MAX_PASSES):
-        current = _resolve_on_copy(model, originals, array_cells, subtotal_cells)
+        current = _resolve_on_copy(model, originals, context)
         if current == previous:
             return current
         _write(model, current)
@@ -209,7 +244,7 @@ def _settle_in_passes(model: Any, originals: dict[ModelCell, str], array_cells: 
     return None
 
 
-def _settle_by_level(model: Any, originals: dict[ModelCell, str], array_cells: Collection[ModelCell], subtotal_cells: set[ModelCell],
+def _settle_by_level(model: Any, originals: dict[ModelCell, str], context: _Context,
                      levels: list[list[ModelCell]]) -> dict[ModelCell, str] | None:
     """Resolve the formulas one dependency level at a time, each from the settled levels before it;
     one pass over all of them then checks that nothing changes (None if something does)."""
@@ -217,22 +252,24 @@ def _settle_by_level(model: Any, originals: dict[ModelCell, str], array_cells: C
         return None
     settled: dict[ModelCell, str] = {}
     for level in levels:
-        resolved = _resolve_on_copy(model, {cell: originals[cell] for cell in level}, array_cells, subtotal_cells)
+        resolved = _resolve_on_copy(model, {cell: originals[cell] for cell in level}, context)
         _write(model, resolved)
         settled.update(resolved)
-    return settled if _resolve_on_copy(model, originals, array_cells, subtotal_cells) == settled else None
+    return settled if _resolve_on_copy(model, originals, context) == settled else None
 
 
-def _resolve_on_copy(model: Any, originals: dict[ModelCell, str], array_cells: Collection[ModelCell],
-                     subtotal_cells: set[ModelCell]) -> dict[ModelCell, str]:
-    """The formulas with their bridged calls resolved against a copy of the model as it stands."""
+def _resolve_on_copy(model: Any, originals: dict[ModelCell, str], context: _Context) -> dict[ModelCell, str]:
+    """The formulas with their bridged calls resolved against a copy of the model as it stands.
+    The cells of ``originals`` holding a SUBTOTAL it could not compute are put in ``context.refused``
+    (and taken out of it when it could): the last resolution of a cell has the say."""
     import ironcalc
 
-    copy = ironcalc.load_from_bytes(model.to_bytes())
-    copy.evaluate()
+    copy = ironcalc.load_from_bytes(model.to_bytes())  # the model is evaluated, and its copy keeps the values
+    context.refused -= originals.keys()
     try:
-        return _resolve_all(copy, originals, array_cells, subtotal_cells)
+        return _resolve_all(copy, originals, context)
     except Exception:  # a formula IronCalc will not take, no scratch room left...: leave them to IronCalc
+        context.refused |= {cell for cell, text in originals.items() if _calls_subtotal(text)}
         return dict(originals)
 
 
@@ -242,20 +279,18 @@ def _write(model: Any, formulas: dict[ModelCell, str]) -> None:
     model.evaluate()
 
 
-def _resolve_all(copy: Any, originals: dict[ModelCell, str], array_cells: Collection[ModelCell],
-                 subtotal_cells: set[ModelCell]) -> dict[ModelCell, str]:
-    """Every formula with its bridged calls replaced, innermost first, all formulas in step
-    (``subtotal_cells``: the SUBTOTAL/AGGREGATE formulas, which their callers may skip)."""
+def _resolve_all(copy: Any, originals: dict[ModelCell, str], context: _Context) -> dict[ModelCell, str]:
+    """Every formula with its bridged calls replaced, innermost first, all formulas in step."""
     formulas = dict(originals)
     open_cells = set(formulas)
     tokens: dict[str, list[Token]] = {}
     for _ in range(MAX_ROUNDS):
-        calls = [c for c in (_innermost(cell, formulas[cell], cell in array_cells, tokens) for cell in sorted(open_cells))
+        calls = [c for c in (_innermost(cell, formulas[cell], context, tokens) for cell in sorted(open_cells))
                  if c is not None]
         if not calls:
             break
-        scratch = _Scratch(copy, subtotal_cells)
-        planned = [(call, [scratch.plan(call.cell, text) for text in call.args]) for call in calls]
+        scratch = _Scratch(copy, context)
+        planned = [(call, [scratch.plan(call.cell, text, call.function) for text in call.args]) for call in calls]
         scratch.evaluate()
         open_cells = set()
         # a call computed once per distinct function and arguments in a round: the same
@@ -269,6 +304,8 @@ def _resolve_all(copy: Any, originals: dict[ModelCell, str], array_cells: Collec
             if result is not None:
                 formulas[call.cell] = call.replaced(result, tokens)
                 open_cells.add(call.cell)
+            elif call.function == "SUBTOTAL":  # IronCalc's own is wrong here: what depends on it abstains
+                context.refused.add(call.cell)
     return formulas
 
 
@@ -287,10 +324,11 @@ def _holds_missing(formula: str) -> bool:
     return re.search(r"(?<![A-Za-z0-9_.])(?:_xlfn\.)?aggregate\(", formula, re.IGNORECASE) is not None
 
 
-def _innermost(cell: ModelCell, formula: str, in_array_formula: bool,
+def _innermost(cell: ModelCell, formula: str, context: _Context,
                known: dict[str, list[Token]] | None = None) -> _Call | None:
     """The first bridged call of the formula that holds no other bridged call (``known``: tokens
     of formulas already read)."""
+    in_array_formula = cell in context.array_cells
     if known is not None and formula in known:
         tokens = known[formula]
     else:
@@ -315,6 +353,8 @@ def _innermost(cell: ModelCell, formula: str, in_array_formula: bool,
             if name == "INDEX":  # bridged only as one end of a range (A1:INDEX(...)), which IronCalc cannot take
                 after = tokens[index + 1].value if index + 1 < len(tokens) else ""
                 bridged = bool(lead or after.startswith(":")) and 2 <= len(texts) <= 3 and _is_reference(texts[0])
+            elif name == "SUBTOTAL":
+                bridged = _subtotal_wanted(texts, context.filtering)
             else:
                 bridged = name in _FUNCTIONS and _FUNCTIONS[name].wanted(texts, in_array)
             if bridged and not holds:
@@ -331,6 +371,27 @@ def _innermost(cell: ModelCell, formula: str, in_array_formula: bool,
     return None
 
 
+def _subtotal_wanted(args: list[str], filtering: bool) -> bool:
+    """SUBTOTAL 110 and 111 (IronCalc counts hidden rows), a function number IronCalc must compute,
+    1-11 where a filter hides rows, and any over OFFSET of an array."""
+    return len(args) >= 2 and (not _SUBTOTAL_BY_IRONCALC.fullmatch(args[0]) or filtering
+                               or any(_offset_of_an_array(a) for a in args[1:]))
+
+
+def _offset_of_an_array(text: str) -> Call | None:
+    """The call, when an argument is one OFFSET call with an array of offsets or sizes (constant or
+    computed from ranges: ``OFFSET(A1, ROW(A1:A3) - 1, 0)``)."""
+    if not _OFFSET_CALL.match(text) or not text.endswith(")"):
+        return None
+    found = calls(text)
+    call = found[-1] if found else None  # the outermost call comes last
+    if call is None or call.name != "OFFSET" or not 3 <= len(call.args) <= 5:
+        return None
+    if _OFFSET_CALL.sub("", text, count=1).replace(" ", "") != ",".join(call.args).replace(" ", "") + ")":
+        return None  # OFFSET(...) is not the whole argument (OFFSET(...)+1)
+    return call if any(a.startswith("{") or array_expression(a) for a in call.args[1:]) else None
+
+
 def _reads_local_names(call: _Call, formula: str) -> bool:
     """Whether the call's arguments use a name bound by LET or LAMBDA: the bridge evaluates
     arguments in the cell's context, where such a name means nothing. LET binds its
@@ -345,23 +406,27 @@ def _reads_local_names(call: _Call, formula: str) -> bool:
 class _Scratch:
     """Evaluates argument expressions on the copy, all at once, right of each sheet's used range."""
 
-    def __init__(self, copy: Any, subtotal_cells: set[ModelCell]):
+    def __init__(self, copy: Any, context: _Context):
         self.copy = copy
-        self.subtotal_cells = subtotal_cells  # their formulas may already hold literals
+        self.subtotal_cells = context.subtotal_cells  # their formulas may already hold literals
+        self.filtered_rows = context.filtered_rows
         self.names = [p["name"] for p in copy.get_worksheets_properties()]
         self.expressions: dict[tuple, dict] = {}  # key -> {"cell": ModelCell, "text": str, "rows", "columns", "at"}
         self.next_in_row: dict[tuple[int, int], int] = {}
         self.first_free = {s: copy.get_sheet_dimensions(s)[3] + 2 for s in range(len(self.names))}
 
-    def plan(self, cell: ModelCell, text: str) -> tuple:
-        """What the argument is: a literal, a reference or a key of an expression to evaluate."""
+    def plan(self, cell: ModelCell, text: str, function: str = "") -> tuple:
+        """What the argument is: a literal, a reference, a key of an expression to evaluate, or
+        (a SUBTOTAL's) an OFFSET of an array, with the plans of OFFSET's arguments."""
         if text == "":
             return ("omitted",)
+        if function == "SUBTOTAL" and (offset := _offset_of_an_array(text)) is not None:
+            return ("offset", self.plan(cell, offset.args[0]), tuple(self.plan(cell, a) for a in offset.args[1:]))
         if _NUMBER.match(text):
             return ("literal", float(text))
         if text.startswith('"') and text.endswith('"') and '"' not in text[1:-1].replace('""', ""):
             return ("literal", text[1:-1].replace('""', '"'))
-        reference = _REFERENCE.match(text.replace(" ", ""))
+        reference = _REFERENCE.match(_unspaced(text))
         if reference and (area := self._area(cell[0], reference)) is not None:
             return ("reference", area)
         key = (cell[0], text) if not _POSITIONAL.search(text) else (cell[0], text, cell[1], cell[2])
@@ -373,15 +438,17 @@ class _Scratch:
     def evaluate(self) -> None:
         if not self.expressions:
             return
-        for entry in self.expressions.values():
+        sized = [e for e in self.expressions.values() if not _plainly_scalar(e["text"])]
+        for entry in sized:
             sheet, row, _ = entry["cell"]
             rows_at, columns_at = entry["size"]
             self.copy.update_cell_with_formula(sheet, row, rows_at, f"=ROWS({entry['text']})")
             self.copy.update_cell_with_formula(sheet, row, columns_at, f"=COLUMNS({entry['text']})")
-        self.copy.evaluate()
+        if sized:  # an evaluation of the whole model: skipped when every expression is plainly one value
+            self.copy.evaluate()
         for entry in self.expressions.values():
             sheet, row, _ = entry["cell"]
-            rows, columns = (_read(self.copy, sheet, row, c) for c in entry["size"])
+            rows, columns = (_read(self.copy, sheet, row, c) for c in entry["size"]) if entry in sized else (1.0, 1.0)
             if not isinstance(rows, float) or not isinstance(columns, float):
                 rows = columns = 1.0  # a scalar expression
             entry["shape"] = (int(rows), int(columns))
@@ -412,6 +479,8 @@ class _Scratch:
 
     def argument(self, plan: tuple) -> Argument | None:
         kind = plan[0]
+        if kind == "offset":
+            return self._offset(self.argument(plan[1]), [self.argument(p) for p in plan[2]])
         if kind == "omitted":
             return Argument([[None]], omitted=True)
         if kind == "literal":
@@ -462,13 +531,37 @@ class _Scratch:
             max_row = max(used_rows, min_row)
         if max_col == MAX_COLUMNS:
             max_col = max(used_columns, min_col)
-        rows, hidden, nested = [], [], []
+        rows, hidden, nested, filtered = [], [], [], []
+        by_filter = self.filtered_rows.get(sheet, frozenset())
         for r in range(min_row, max_row + 1):
             hidden.append(self.copy.is_row_hidden(sheet, r))
+            filtered.append(r in by_filter)
             rows.append([_read(self.copy, sheet, r, c) for c in range(min_col, max_col + 1)])
             nested.append([(sheet, r, c) in self.subtotal_cells or _is_subtotal(self.copy.get_cell_formula(sheet, r, c))
                            for c in range(min_col, max_col + 1)])
-        return Argument(rows, hidden, nested, reference=area)
+        return Argument(rows, hidden, filtered, nested, reference=area)
+
+    def _offset(self, base: Argument | None, parts: list[Argument | None]) -> Argument | None:
+        """OFFSET(base, rows, columns, [height], [width]) over arrays: one reference per element, the
+        arguments broadcast as in :func:`_elementwise` (an error element is that error); None where
+        regrade cannot take it (the base is not a reference, the areas are too large to read)."""
+        if base is None or base.reference is None or any(p is None for p in parts):
+            return None
+        grids = [p.rows for p in parts if p is not None]
+        omitted = [p.omitted for p in parts if p is not None]
+        height, width = max(len(g) for g in grids), max(len(g[0]) for g in grids)
+        references: list[list[Argument | ExcelError]] = []
+        read = 0
+        for r in range(height):
+            references.append([])
+            for c in range(width):
+                area = _offset_area(base.reference, [_broadcast(g, r, c) for g in grids], omitted)
+                if not isinstance(area, ExcelError):
+                    read += (area[3] - area[1] + 1) * (area[4] - area[2] + 1)
+                    if read > MAX_ARRAY_CELLS:
+                        return None
+                references[-1].append(area if isinstance(area, ExcelError) else self._reference(area))
+        return Argument([[None]], references=references)
 
 
 @dataclass(frozen=True)
@@ -559,10 +652,18 @@ def _subtotal(args: list[Argument]) -> object:
         return function
     if not isinstance(function, float) or int(function) not in (*range(1, 12), *range(101, 112)):
         return VALUE
+    if any(a.references is not None for a in args[1:]):  # OFFSET of an array: one value per reference
+        if len(args) != 2:
+            raise NotImplementedMode("OFFSET of an array among other references")
+        grid = args[1].references or []
+        result = [[e if isinstance(e, ExcelError) else _subtotal([args[0], e]) for e in row] for row in grid]
+        return result[0][0] if len(result) == 1 and len(result[0]) == 1 else result
     if any(a.reference is None for a in args[1:]):
         return VALUE  # SUBTOTAL takes references only
     number = int(function)
-    return aggregate(number % 100, 1 if number > 100 else 0, [i for a in args[1:] for i in a.items()])
+    # every SUBTOTAL skips the rows a filter hides and the cells that are subtotals themselves;
+    # 101-111 also skip rows hidden by hand (support.microsoft.com: SUBTOTAL function)
+    return aggregate(number % 100, 1, [i for a in args[1:] for i in a.items(filtered_only=number < 100)])
 
 
 @dataclass(frozen=True)
@@ -759,14 +860,48 @@ def _elementwise(function: Callable[..., object]) -> Callable[[list[Argument]], 
         grids = [a.rows for a in args]
         height, width = max(len(g) for g in grids), max(len(g[0]) for g in grids)
 
-        def at(grid: list[list[object]], r: int, c: int) -> object:
-            r, c = (0 if len(grid) == 1 else r), (0 if len(grid[0]) == 1 else c)
-            return grid[r][c] if r < len(grid) and c < len(grid[r]) else NA
-
-        result = [[function(*(at(g, r, c) for g in grids)) for c in range(width)] for r in range(height)]
+        result = [[function(*(_broadcast(g, r, c) for g in grids)) for c in range(width)] for r in range(height)]
         return result[0][0] if height == width == 1 else result
 
     return compute
+
+
+def _broadcast(grid: list[list[object]], r: int, c: int) -> object:
+    """Element (r, c) of an array stretched as Excel does: a single row or column repeats; past a
+    shorter array's end, #N/A."""
+    r, c = (0 if len(grid) == 1 else r), (0 if len(grid[0]) == 1 else c)
+    return grid[r][c] if r < len(grid) and c < len(grid[r]) else NA
+
+
+def _offset_area(base: tuple[int, int, int, int, int], numbers: list[object],
+                 omitted: list[bool]) -> tuple[int, int, int, int, int] | ExcelError:
+    """The area OFFSET(base, rows, columns, [height], [width]) refers to: rows and columns moved (written
+    as nothing or an empty cell: 0), height and width the base's when left out; past the sheet's
+    edge or of size 0, #REF!. A number that is not a whole number, a negative size or a value that
+    is not a number is left to IronCalc (regrade is unsure how Excel reads it)."""
+    sheet, top, left, bottom, right = base
+    whole: list[int | None] = []
+    for position, value in enumerate(numbers):
+        if isinstance(value, ExcelError):
+            return value
+        if position >= 2 and omitted[position]:
+            whole.append(None)
+        elif value is None:
+            whole.append(0)
+        elif isinstance(value, float) and value.is_integer():
+            whole.append(int(value))
+        else:
+            raise NotImplementedMode("an OFFSET argument that is not a whole number")
+    rows, columns = whole[0] or 0, whole[1] or 0
+    height = whole[2] if len(whole) > 2 and whole[2] is not None else bottom - top + 1
+    width = whole[3] if len(whole) > 3 and whole[3] is not None else right - left + 1
+    if height < 0 or width < 0:
+        raise NotImplementedMode("OFFSET of a negative size")
+    first_row, first_column = top + rows, left + columns
+    last_row, last_column = first_row + height - 1, first_column + width - 1
+    if height == 0 or width == 0 or first_row < 1 or first_column < 1 or last_row > MAX_ROWS or last_column > MAX_COLUMNS:
+        return ExcelError("#REF!")
+    return (sheet, first_row, first_column, last_row, last_column)
 
 
 def _mod(number: object, divisor: object) -> object:
@@ -922,8 +1057,33 @@ def _without_intersection(text: str) -> str:
     return "".join(part if index % 2 else re.sub(r"(?<![A-Za-z0-9_.])@", "", part) for index, part in enumerate(parts))
 
 
+def _unspaced(text: str) -> str:
+    """The text without spaces, except inside quotes ('My sheet'!A1, "a b")."""
+    return "".join(part if index % 2 else part.replace(" ", "")
+                   for index, part in enumerate(re.split(r"('(?:[^']|'')*'|\"(?:[^\"]|\"\")*\")", text)))
+
+
+# functions that give one value for arguments that are one value each
+_SCALAR_FUNCTIONS = frozenset({"TODAY", "NOW", "PI", "DATE", "TIME", "ABS", "INT", "ROUND", "LEN", "LEFT", "RIGHT",
+                               "MID", "UPPER", "LOWER", "TRIM", "VALUE", "TEXT", "YEAR", "MONTH", "DAY", "EOMONTH",
+                               "EDATE", "WEEKDAY", "CHAR", "CODE", "CONCATENATE", "IF", "IFERROR", "AND", "OR", "NOT"})
+
+
+def _plainly_scalar(text: str) -> bool:
+    """Whether an expression is one value whatever the cells hold: single cells, literals,
+    operators and :data:`_SCALAR_FUNCTIONS` only (``P$4&0``, ``TODAY()``, ``YEAR(A1)+1``); no
+    range, name or array constant."""
+    split = formula_tokens("=" + text)
+    return split is not None and all(
+        token.type != Token.ARRAY
+        and not (token.type == Token.FUNC and token.subtype == Token.OPEN and bare_name(token.value[:-1]) not in _SCALAR_FUNCTIONS)
+        and not (token.type == Token.OPERAND and (token.subtype == Token.RANGE and _SINGLE_CELL.fullmatch(token.value) is None
+                                                 or token.value.startswith("{")))
+        for token in split)
+
+
 def _is_reference(text: str) -> bool:
-    return _REFERENCE.match(text.replace(" ", "")) is not None
+    return _REFERENCE.match(_unspaced(text)) is not None
 
 
 def _is_literal(text: str) -> bool:
@@ -933,7 +1093,7 @@ def _is_literal(text: str) -> bool:
 
 
 def _is_expression(text: str) -> bool:
-    return not (_NUMBER.match(text) or _REFERENCE.match(text.replace(" ", "")) or text.startswith('"') or text == "")
+    return not (_NUMBER.match(text) or _REFERENCE.match(_unspaced(text)) or text.startswith('"') or text == "")
 
 
 # IronCalc mishandles arrays computed inside a formula (AVERAGE(IF(range=x, range)) ...); regrade
@@ -982,6 +1142,10 @@ _FUNCTIONS: dict[str, _Function] = {
 }
 # their arguments are arrays outside array formulas too, as is INDEX's first (INDEX(COUNTIF(B$1:B1, A1:A9), 0, 0))
 _ARRAY_NATIVE = {"SUMPRODUCT", "AGGREGATE", "LOOKUP", "MMULT"}
+
+
+def _calls_subtotal(formula: str) -> bool:
+    return re.search(r"(?<![A-Za-z0-9_.])(?:_xlfn\.)?subtotal\(", formula, re.I) is not None
 
 
 def _is_subtotal(formula: str | None) -> bool:

@@ -38,6 +38,8 @@ class Rule:
     why: str  # Excel's behaviour, or the engine's departure from it
     evidence: tuple[str, ...]  # where it was seen: a SpreadsheetBench task, a documentation page, a probe
     probe_cell: str  # the cell of fixtures/rules/<id>.xlsx on which it fires, "Sheet1!B1"
+    # engines on which it fires only past IronCalc's bridge work budget: their probe runs with bridge_work 0
+    past_bridge_budget: tuple[str, ...] = ()
 
     @property
     def probe(self) -> Path:
@@ -51,8 +53,8 @@ class Rule:
 
 
 def _rule(id: str, engines: tuple[str, ...], reason: str, trigger: str, why: str, evidence: tuple[str, ...],
-          probe_cell: str = "Sheet1!B1") -> Rule:
-    return Rule(id, engines, reason, trigger, why, evidence, probe_cell)
+          probe_cell: str = "Sheet1!B1", past_bridge_budget: tuple[str, ...] = ()) -> Rule:
+    return Rule(id, engines, reason, trigger, why, evidence, probe_cell, past_bridge_budget)
 
 
 RULES: tuple[Rule, ...] = (
@@ -128,11 +130,12 @@ RULES: tuple[Rule, ...] = (
     # --- totals mending (engines/totals.py), for the engines that get SUBTOTAL or AGGREGATE wrong ---
     _rule("totals-not-computed", ("ironcalc", "formulon", "gnumeric", "pycel"), "engine-departure",
           "the cone holds a SUBTOTAL or AGGREGATE the engine gets wrong here (rows a filter or the user hides, "
-          "nested subtotals, 101-111, AGGREGATE itself) and the cell is not one such call over references",
+          "nested subtotals, 101-111, AGGREGATE itself) and the cell is not one such call over references "
+          "(IronCalc: only where its bridge, which computes SUBTOTAL where a filter hides rows, left one to it)",
           "SUBTOTAL and AGGREGATE skip hidden or filtered rows and nested subtotals as their arguments say; "
           "regrade computes only a direct call over references from the engine's values",
           ("https://support.microsoft.com/office/subtotal-function-7b027003-f060-4ade-9040-e478765b9939",),
-          "Sheet1!B5"),
+          "Sheet1!B5", past_bridge_budget=("ironcalc",)),
     _rule("grader-lacks-subtotal-hidden", ("gnumeric",), "unsupported-function",
           "gnumeric stands for a value-only grader's recalculation and the cone calls SUBTOTAL 101-111",
           "gnumeric answers #NUM! for SUBTOTAL 101-111; as a grader's recalculation it keeps that blind spot",
@@ -197,11 +200,19 @@ RULES: tuple[Rule, ...] = (
           (ITS_PROBE,)),
     _rule("offset-computed-array", ("ironcalc", "formulon"), "engine-departure",
           "a formula of the cone calls OFFSET with offsets or sizes computed from multi-cell ranges "
-          "(OFFSET(A1,ROW(A1:A3)-ROW(A1),0)); Formulon's cell abstains only when it is #VALUE!",
+          "(OFFSET(A1,ROW(A1:A3)-ROW(A1),0)); Formulon's cell abstains only when it is #VALUE!; IronCalc's not "
+          "where the OFFSET is a SUBTOTAL's reference, which its bridge computes one reference at a time",
           "where Excel evaluates that argument as an array (inside SUMPRODUCT, or in an array formula) OFFSET "
-          "returns one reference per element: SUMPRODUCT(SUBTOTAL(9,OFFSET(A1,ROW(A1:A3)-ROW(A1),0))) is the sum "
-          "of A1:A3 (LibreOffice agrees); IronCalc takes the first element, Formulon gives #VALUE!",
+          "returns one reference per element: SUMPRODUCT(N(OFFSET(A1,ROW(A1:A3)-ROW(A1),0))) and "
+          "SUMPRODUCT(SUBTOTAL(9,OFFSET(A1,ROW(A1:A3)-ROW(A1),0))) are the sum of A1:A3 (LibreOffice agrees); "
+          "IronCalc takes the first element, Formulon gives #VALUE!",
           (ITS_PROBE, "SpreadsheetBench 57783 (Excel's cache: the sum over the matching rows)")),
+    _rule("formulon-sequence-argument-left-out", ("formulon",), "engine-departure",
+          "the cell is an error and a formula of its cone calls SEQUENCE with an argument written as nothing "
+          "(SEQUENCE(,5), SEQUENCE(2,,5))",
+          "Excel takes rows or columns written as nothing as 1 (SEQUENCE(,5) is {1,2,3,4,5}); Formulon gives "
+          "#CALC! for every SEQUENCE with an argument written as nothing",
+          (ITS_PROBE, "https://exceljet.net/functions/sequence-function")),
     _rule("formulon-lookup-column-array", ("formulon",), "engine-departure",
           "a formula of the cone calls VLOOKUP or HLOOKUP with an array constant of column or row numbers",
           "Excel returns one value per column; Formulon gives #VALUE!, as LibreOffice does "

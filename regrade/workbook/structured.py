@@ -25,6 +25,7 @@ import re
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import openpyxl
 from openpyxl.utils.cell import get_column_letter
@@ -55,21 +56,24 @@ class TablePart:
         return sheet == self.sheet and self.min_row <= row <= self.max_row and self.min_col <= column <= self.max_col
 
 
-def structured_rewrites(path: Path, array_formulas: bool = False) -> dict[CellRef, str]:
+def structured_rewrites(path: Path, array_formulas: bool = False,
+                        loaded: Callable[[], openpyxl.Workbook | None] | None = None) -> dict[CellRef, str]:
     """(sheet, row, column) -> the formula with its structured references as A1 ranges.
 
     Array formulas are included only on request: an engine that enters a rewrite as a
     plain formula would lose their array evaluation (IronCalc does not keep it anyway).
-    Never raises: a file it cannot read has no rewrites.
+    ``loaded`` gives the workbook as :func:`load_formula_book` reads it, where the caller has it
+    (the formula graph's), asked for only when the file has tables. Never raises: a file it
+    cannot read has no rewrites.
     """
     try:
-        return _rewrites(path, array_formulas) if _has_tables(path) else {}
+        return _rewrites(path, array_formulas, loaded) if _has_tables(path) else {}
     except Exception:
         return {}
 
 
-def _rewrites(path: Path, array_formulas: bool) -> dict[CellRef, str]:
-    book = load_formula_book(path)
+def _rewrites(path: Path, array_formulas: bool, loaded: Callable[[], openpyxl.Workbook | None] | None) -> dict[CellRef, str]:
+    book = (loaded() if loaded is not None else None) or load_formula_book(path)
     tables = table_parts(book)
     if not tables:
         return {}
