@@ -439,6 +439,7 @@ class _Scratch:
         if not self.expressions:
             return
         sized = [e for e in self.expressions.values() if not _plainly_scalar(e["text"])]
+        sized_ids = {id(e) for e in sized}
         for entry in sized:
             sheet, row, _ = entry["cell"]
             rows_at, columns_at = entry["size"]
@@ -448,7 +449,7 @@ class _Scratch:
             self.copy.evaluate()
         for entry in self.expressions.values():
             sheet, row, _ = entry["cell"]
-            rows, columns = (_read(self.copy, sheet, row, c) for c in entry["size"]) if entry in sized else (1.0, 1.0)
+            rows, columns = (_read(self.copy, sheet, row, c) for c in entry["size"]) if id(entry) in sized_ids else (1.0, 1.0)
             if not isinstance(rows, float) or not isinstance(columns, float):
                 rows = columns = 1.0  # a scalar expression
             entry["shape"] = (int(rows), int(columns))
