@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import functools
 from dataclasses import replace
-from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from regrade.engines.departures import (

@@ -71,7 +71,7 @@ from openpyxl.formula.tokenizer import Token
 from openpyxl.utils.cell import get_column_letter, range_boundaries
 
 from regrade.values import ExcelError
-from regrade.workbook.calls import Call, array_expression, calls
+from regrade.workbook.calls import QUOTED, Call, array_expression, calls
 from regrade.engines.functions.aggregate import Item, aggregate
 from regrade.engines.functions.criteria import conditional
 from regrade.engines.functions.dates import day, edate, eomonth, month, year
@@ -438,8 +438,9 @@ class _Scratch:
     def evaluate(self) -> None:
         if not self.expressions:
             return
-        sized = [e for e in self.expressions.values() if not _plainly_scalar(e["text"])]
-        sized_ids = {id(e) for e in sized}
+        for entry in self.expressions.values():
+            entry["sized"] = not _plainly_scalar(entry["text"])
+        sized = [e for e in self.expressions.values() if e["sized"]]
         for entry in sized:
             sheet, row, _ = entry["cell"]
             rows_at, columns_at = entry["size"]
@@ -449,7 +450,7 @@ class _Scratch:
             self.copy.evaluate()
         for entry in self.expressions.values():
             sheet, row, _ = entry["cell"]
-            rows, columns = (_read(self.copy, sheet, row, c) for c in entry["size"]) if id(entry) in sized_ids else (1.0, 1.0)
+            rows, columns = (_read(self.copy, sheet, row, c) for c in entry["size"]) if entry["sized"] else (1.0, 1.0)
             if not isinstance(rows, float) or not isinstance(columns, float):
                 rows = columns = 1.0  # a scalar expression
             entry["shape"] = (int(rows), int(columns))
@@ -1061,7 +1062,7 @@ def _without_intersection(text: str) -> str:
 def _unspaced(text: str) -> str:
     """The text without spaces, except inside quotes ('My sheet'!A1, "a b")."""
     return "".join(part if index % 2 else part.replace(" ", "")
-                   for index, part in enumerate(re.split(r"('(?:[^']|'')*'|\"(?:[^\"]|\"\")*\")", text)))
+                   for index, part in enumerate(re.split(f"({QUOTED.pattern})", text)))
 
 
 # functions that give one value for arguments that are one value each
