@@ -7,6 +7,7 @@ import zipfile
 from pathlib import Path
 
 import openpyxl
+import pytest
 
 from regrade.workbook.sheets import formula_cells, formula_cells_of, load_formula_book
 
@@ -119,3 +120,75 @@ def test_a_formula_book_is_read_without_its_drawings(tmp_path):
     read = load_formula_book(path)
     assert read.active._charts == [] and read.active["B1"].value == "=SUM(A1:A3)"
     assert len(load_formula_book(path, pivot_tables=True).active._charts) == 1  # a book to be saved keeps it
+
+
+def _styled_book(path):
+    """A workbook whose reading touches every part of a stylesheet openpyxl applies: dates and
+    custom number formats, fonts, fills, a merged cell's borders, a conditional format's
+    differential style, a named style."""
+    from openpyxl.formatting.rule import CellIsRule
+    from openpyxl.styles import Border, Font, NamedStyle, PatternFill, Side
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    book.add_named_style(NamedStyle(name="Money", number_format="#,##0.00 [$€-1]"))
+    sheet["A1"], sheet["A1"].number_format = 45000, "yyyy-mm-dd"
+    sheet["A2"], sheet["A2"].style = 1234.5, "Money"
+    sheet["A3"], sheet["A3"].font = "=A2*2", Font(bold=True, color="FF0000")
+    sheet["A4"], sheet["A4"].fill = 0.25, PatternFill("solid", fgColor="00FF00")
+    sheet["A4"].number_format = "0.0%"
+    sheet["B1"].border = Border(left=Side(style="thick"))
+    sheet["C2"].border = Border(right=Side(style="thin"), bottom=Side(style="double"))
+    sheet.merge_cells("B1:C2")
+    sheet.conditional_formatting.add("A1:A4", CellIsRule(operator="greaterThan", formula=["1"], font=Font(italic=True)))
+    book.save(path)
+    return path
+
+
+def _cell_styles(sheet):
+    return [(c.coordinate, c.value, c.number_format, getattr(c, "is_date", None), repr(c.font), repr(c.fill), repr(c.border),
+             getattr(c, "style", None)) for row in sheet.iter_rows(min_row=1, max_row=4, max_col=3) for c in row]
+
+
+def test_a_stylesheet_parsed_once_reads_as_openpyxl_reads_it_book_after_book(tmp_path):
+    """Books read through the shared parse of their stylesheet give what openpyxl's own
+    reading gives, cell for cell (values, dates, number formats, fonts, fills, a merged cell's
+    borders, named styles, conditional formats), the second and third time as the first, and
+    the stylesheet is parsed once."""
+    from regrade.workbook.styles import parsed_stylesheet, read_book
+
+    path = _styled_book(tmp_path / "styled.xlsx")
+    parsed_stylesheet.cache_clear()
+    for data_only in (False, True, False):
+        plain, ours = openpyxl.load_workbook(path, data_only=data_only), read_book(path, data_only=data_only)
+        assert _cell_styles(ours.active) == _cell_styles(plain.active)
+        assert ours.active["A1"].value.year == 2023 and ours.active.merged_cells.ranges == plain.active.merged_cells.ranges
+        rules = [(str(r), [x.dxf.font.i for x in v]) for r, v in ours.active.conditional_formatting._cf_rules.items()]
+        assert rules == [(str(r), [x.dxf.font.i for x in v]) for r, v in plain.active.conditional_formatting._cf_rules.items()]
+        assert [s.name for s in ours._named_styles] == [s.name for s in plain._named_styles]
+        streamed = read_book(path, data_only=data_only, read_only=True)
+        assert [(c.value, c.number_format) for row in streamed.active.iter_rows(max_col=1) for c in row] == \
+            [(c.value, c.number_format) for row in plain.active.iter_rows(max_col=1) for c in row]
+        streamed.close()
+    assert parsed_stylesheet.cache_info().misses == 1 and parsed_stylesheet.cache_info().hits == 5
+
+
+def test_a_stylesheet_openpyxl_cannot_read_fails_every_reading(tmp_path):
+    """The shared parse keeps openpyxl's failures: a font size that is not a number fails
+    openpyxl's reading, and regrade's each time it reads the file."""
+    from regrade.workbook.styles import read_book
+
+    good = _styled_book(tmp_path / "styled.xlsx")
+    bad = tmp_path / "bad.xlsx"
+    with zipfile.ZipFile(good) as source, zipfile.ZipFile(bad, "w") as target:
+        for item in source.infolist():
+            data = source.read(item.filename)
+            if item.filename == "xl/styles.xml":
+                data = data.replace(b'<sz val="11" />', b'<sz val="eleven" />', 1)
+                assert b"eleven" in data
+            target.writestr(item, data)
+    with pytest.raises(Exception) as expected:
+        openpyxl.load_workbook(bad)
+    for _ in range(2):
+        with pytest.raises(type(expected.value)):
+            read_book(bad, data_only=True)

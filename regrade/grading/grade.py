@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +28,8 @@ from regrade.workbook.styles import read_book
 from regrade.engines.readings import decoded_text, number_value
 from regrade.workbook.screening import HOSTILE_REASONS, screen
 from regrade.workbook.sheets import (
-    array_formula_ranges, formula_cells, formula_cells_of, formula_text, load_formula_book, resolve_sheet,
+    array_formula_ranges, formula_cells, formula_cells_of, formula_text, formulas_may_mention, load_formula_book,
+    resolve_sheet,
 )
 from regrade.grading.policies import Policy, SheetExtent, TargetError, rounding_boundary
 from regrade.runs.cases import Case
@@ -164,7 +166,11 @@ class Golden:
     def unrepeatable(self, refs: list[CellRef]) -> tuple[list[CellRef], list[CellRef]]:
         """The cells among ``refs`` whose cone is volatile, and those that read other workbooks.
 
-        One walk of the cells' joint cone settles the usual case (neither) at once."""
+        The usual case (neither) is settled without the formula graph when no formula of the
+        file mentions a volatile function or another workbook (a search of its XML as text),
+        else by one walk of the cells' joint cone."""
+        if not formulas_may_mention(self.path, _UNREPEATABLE_MENTION):
+            return [], []
         graph = self._formula_graph()
         joint = graph.cone(refs)
         if not joint.external and not (VOLATILE_FUNCTIONS & (graph.all_functions() if joint.open else joint.functions)):
@@ -207,6 +213,10 @@ class Golden:
                     for row, column in sorted(quick.get(sheet, ()))]
         with _reading(self.path):
             return [CellRef(c.sheet, c.row, c.column) for c in formula_cells_of(self._formulas())]
+
+
+_UNREPEATABLE_MENTION = re.compile(  # a volatile call, or a reference to another workbook: [1]Data!A1
+    r"(?i)\b(?:" + "|".join(sorted(VOLATILE_FUNCTIONS)) + r")\s*\(|\[\d+\]")
 
 
 class GoldenError(Exception):

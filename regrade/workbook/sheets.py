@@ -93,6 +93,34 @@ def formula_cells(path: Path) -> dict[str, set[tuple[int, int]]] | None:
     return found
 
 
+_FORMULA_OR_NAME_TEXT = re.compile(rb"<(f|definedName)\b[^>]*?(?<!/)>(.*?)</\1>", re.S)  # a formula's or a name's text
+_PREFIXED_FORMULA = re.compile(rb"<\w+:(?:f|definedName)\b")
+
+
+def formulas_may_mention(path: Path, pattern: re.Pattern[str]) -> bool:
+    """Whether ``pattern`` may occur in a formula of the workbook: False only when a search of
+    the text of every formula (``<f>``) of every sheet part and of every defined name finds it
+    nowhere and nothing could hide it from a text search: a character reference such as
+    ``&#84;`` for T, a comment or CDATA section splitting a name, namespace-prefixed elements,
+    UTF-16, a part over ``MAX_SHEET_BYTES``, an unreadable archive. Then True, so the caller
+    asks openpyxl."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            for part in ("xl/workbook.xml", *(part for _, part in sheet_parts(archive))):
+                if archive.getinfo(part).file_size > MAX_SHEET_BYTES:
+                    return True
+                data = archive.read(part)
+                if b"\x00" in data or _PREFIXED_FORMULA.search(data):
+                    return True
+                for match in _FORMULA_OR_NAME_TEXT.finditer(data):
+                    text = match.group(2)
+                    if b"&#" in text or b"<" in text or pattern.search(text.decode("utf-8")):
+                        return True
+    except Exception:  # zipfile, zlib and the decoding raise many kinds on a broken archive
+        return True
+    return False
+
+
 def workbook_parts(archive: zipfile.ZipFile) -> dict[str, str]:
     """{relationship id: the part it names in the package} for the workbook part's
     relationships (sheets, external links ...)."""
