@@ -7,6 +7,7 @@ from regrade.engines.base import EngineSettings
 from regrade.values import CannotEvaluate, CellRef, ExcelError
 from regrade.engines.gnumeric import GnumericEngine
 from regrade.engines.libreoffice import LibreOfficeEngine
+from regrade.engines.libreoffice_rewrites import libreoffice_rewrites
 from regrade.grading.policies import get_policy
 from regrade.grading.consensus import consensus
 from regrade.engines.registry import open_engine
@@ -475,3 +476,32 @@ def test_a_libreoffice_worker_ended_at_its_limit_leaves_no_soffice_running(how, 
         time.sleep(0.2)
     assert _processes_naming(profile) == []
     assert not os.path.exists(profile)
+
+
+@pytest.mark.parametrize("name", ["ironcalc", "libreoffice"])
+def test_max_and_min_over_whole_columns_in_array_formulas_are_cut_and_keep_their_values(name, workbook):
+    # F1:F6 = h, k, m, k, m, k and G1:G6 = 100, 5, 9, 7, 4, -2; every other cell of F and G is
+    # blank; A1 = "k", A2 blank. By hand, over all 1,048,576 rows:
+    #   IF(F="k", G, ""): 5, 7, -2 and "" elsewhere: MAX 7, MIN -2 (MAX and MIN skip text in an array);
+    #   IF(F=A2, 1, 0): no row of data is blank, every row past 6 is (a blank equals a blank): MAX 1;
+    #   IF(F=A2, G+1, ""): past row 6, a blank G plus 1 is 1: MIN 1.
+    # The last two are values only the rows past the data give: a cut that kept none would give 0
+    # and 0 (MIN of no number).
+    from openpyxl.worksheet.formula import ArrayFormula
+
+    cells = {"A1": "k", "F1": "h", "G1": 100, "F2": "k", "F3": "m", "F4": "k", "F5": "m", "F6": "k",
+             "G2": 5, "G3": 9, "G4": 7, "G5": 4, "G6": -2}
+    formulas = ('MAX(IF(F:F=A1,G:G,""))', 'MIN(IF(F:F=A1,G:G,""))', "MAX(IF(F:F=A2,1,0))", 'MIN(IF(F:F=A2,G:G+1,""))')
+    for row, formula in enumerate(formulas, start=1):
+        cells[f"D{row}"] = ArrayFormula(f"D{row}", f"={formula}")
+    path = workbook(cells)
+    require_engines(name)
+    refs = [CellRef("Sheet1", row, 4) for row in range(1, 5)]
+    engine = open_engine(name, 60)
+    try:
+        values = engine.evaluate(path, refs)
+    finally:
+        engine.close()
+    assert [values.cells[c] for c in refs] == [7, -2, 1, 1]
+    if name == "libreoffice":  # computed through the cut, one row past the data (row 6)
+        assert ("Sheet1", 1, 4, '=MAX(IF(F$1:F$7=A1,G$1:G$7,""))', "D1") in libreoffice_rewrites(path)

@@ -149,3 +149,17 @@ def test_cut_sumproduct_gives_the_values_of_the_whole_columns(workbook):
     values = IronCalcEngine().evaluate(path, cells)
     # D3: (A="")*1 is 1 on the blank rows, B+1 is 1 there (blank + 1): 1,048,572 * 1 * 1
     assert [values.cells[c] for c in cells] == [5, 1_048_572, 1_048_572, 0]
+
+
+def test_max_and_min_of_an_elementwise_expression_over_whole_columns_are_cut_in_array_formulas_only():
+    last = {None: 1998, "Data": 50}.get
+    assert rewrite('=MAX(IF(F:F=A2,G:G,""))', last, array=True) == '=MAX(IF(F$1:F$1999=A2,G$1:G$1999,""))'
+    assert rewrite("=MIN(IF(Data!A:A=1,Data!B:B))", last, array=True) == "=MIN(IF(Data!A$1:A$51=1,Data!B$1:B$51))"
+    assert rewrite('=IF(MAX(IF(A2=$F:$F,$G:$G)),1,"")', last, array=True) == '=IF(MAX(IF(A2=$F$1:$F$1999,$G$1:$G$1999)),1,"")'
+    # left alone: a plain formula (implicit intersection before Excel 365), a position (ROW), MAXA
+    # (it counts text), two arguments, ranges of different rows
+    assert rewrite('=MAX(IF(F:F=A2,G:G,""))', last) == '=MAX(IF(F:F=A2,G:G,""))'
+    for formula in ("=MAX(IF(F:F=A2,ROW(F:F)))", '=MAXA(IF(F:F=A2,G:G,""))', "=MAX(IF(F:F=A2,G:G),0)",
+                    "=MIN(IF(F1:F1048576=A2,G2:G1048576))"):
+        assert rewrite(formula, last, array=True) == formula
+

@@ -178,11 +178,12 @@ def _work_around_defects(model: Any, names: list[str], analysis: WorkbookAnalysi
             originals[(index, row, column)] = model.get_cell_formula(index, row, column) or formula
             model.update_cell_with_formula(index, row, column, formula)
     last_row = last_row_readers({name.lower(): model.get_sheet_dimensions(index)[1] for index, name in enumerate(names)})
+    arrays = array_formula_cells(analysis.path)  # (sheet index in workbook order, row, column)
     for sheet, row, column in model.get_all_cells():
         formula = model.get_cell_formula(sheet, row, column)
         if not formula:
             continue
-        rewritten = rewrite_range_arguments(formula, last_row(names[sheet]))
+        rewritten = rewrite_range_arguments(formula, last_row(names[sheet]), array=(sheet, row, column) in arrays)
         if rewritten != formula:
             originals.setdefault((sheet, row, column), formula)
             model.update_cell_with_formula(sheet, row, column, rewritten)

@@ -33,6 +33,18 @@
   row past the last used row, and UNIQUE's value, hence its caller's, does not change. Only
   UNIQUE with its one argument (``by_col`` and ``exactly_once`` left out: ``exactly_once``
   counts repeats).
+- MAX or MIN of an expression computed element by element over whole columns, in an array
+  formula (``{=MAX(IF(F:F=A2,G:G,""))}``, the idiom before MAXIFS): IronCalc and LibreOffice
+  each spent their 60 s limit on the 405 such formulas of SpreadsheetBench task 17049's inputs.
+  As for UNIQUE, every row past the sheets' last used row gives the same element, and a
+  maximum or a minimum does not change when an element it already holds is repeated or left
+  out, so the ranges are cut one row past the last used row (that row stands for all the blank
+  ones: where ``A2`` is blank, ``F:F=A2`` holds on them and MIN sees their 0). Only in an array
+  formula (``t="array"``: CSE, or a dynamic formula of Excel 365), where Excel computes the
+  argument element by element; in a plain formula Excel before 365 takes the one element of
+  the formula's own row (implicit intersection), which a cut range may no longer hold. Only
+  MAX and MIN of one argument: MAXA and MINA count text and logical values. LibreOffice
+  computes the same cut (:func:`cut_extrema`, :mod:`regrade.engines.libreoffice_rewrites`).
 - SUMPRODUCT of arrays computed by operators alone (``SUMPRODUCT((Data!I:I=A3)*(Data!Q:Q=L3))``)
   from tall one-column ranges of the same rows: IronCalc took 150 s for 22 of them
   (SpreadsheetBench task 51090). Every row past the last used one gives the same product, that
@@ -66,7 +78,9 @@ _RANGE_ARGUMENTS: dict[str, set[int] | None] = {
 _EXACT_LOOKUPS: dict[str, tuple[int, int]] = {"VLOOKUP": (1, 3), "MATCH": (1, 2)}
 _EXACT = frozenset({"FALSE", "0"})
 _COUNTS = frozenset({"COUNTIF", "COUNTIFS"})
-_MENTIONS = re.compile(r"(?:COUNT|SUM|AVERAGE|MAX|MIN)IFS?\(|VLOOKUP\(|MATCH\(|UNIQUE\(|SUMPRODUCT\(", re.IGNORECASE)
+_MENTIONS = re.compile(r"(?:COUNT|SUM|AVERAGE|MAX|MIN)IFS?\(|VLOOKUP\(|MATCH\(|UNIQUE\(|SUMPRODUCT\(|MAX\(|MIN\(",
+                       re.IGNORECASE)
+_EXTREMA = frozenset({"MAX", "MIN"})  # idempotent: an element repeated or left out changes nothing
 # functions that give one element of an array from the same element of their array arguments
 # alone (scalar arguments broadcast), wherever that element stands: safe inside a cut UNIQUE
 ELEMENTWISE = frozenset({
@@ -97,10 +111,22 @@ def last_row_readers(last_rows: dict[str, int]) -> Callable[[str], LastRow | Non
     return lambda home: (lambda sheet: last_rows.get((sheet or home).lower()))
 
 
-def rewrite_range_arguments(formula: str, last_row: LastRow | None = None) -> str:
+def rewrite_range_arguments(formula: str, last_row: LastRow | None = None, array: bool = False) -> str:
     """Single cells in the criteria functions' range positions widened (``=COUNTIF(A1,"a")`` as
     ``=COUNTIF(A1:A1,"a")``) and, with ``last_row``, their ranges and an exact lookup's table
-    cut at the sheet's last used row where they reach far past it; other formulas unchanged."""
+    cut at the sheet's last used row where they reach far past it, and the other cuts of the
+    module's text (those of MAX and MIN only where ``array``: the cell holds an array formula);
+    other formulas unchanged."""
+    return _rewritten(formula, last_row, array, extrema_only=False)
+
+
+def cut_extrema(formula: str, last_row: LastRow) -> str:
+    """The cut of MAX and MIN alone (see the module's text), for an array formula's text: what
+    LibreOffice needs of this module, whose other rewrites work around IronCalc's defects."""
+    return _rewritten(formula, last_row, array=True, extrema_only=True)
+
+
+def _rewritten(formula: str, last_row: LastRow | None, array: bool, extrema_only: bool) -> str:
     if not _MENTIONS.search(formula):
         return formula
     tokens = formula_tokens(formula)
@@ -115,12 +141,16 @@ def rewrite_range_arguments(formula: str, last_row: LastRow | None = None) -> st
         elif token.subtype == Token.CLOSE and stack:
             frame = stack.pop()
             frame.bounds.append(index)
+            if extrema_only:
+                changed |= last_row is not None and frame.clip_extremum(last_row)
+                continue
             changed |= frame.widen()
             if last_row is not None:
-                changed |= frame.clip(last_row) or frame.clip_unique(last_row) or frame.clip_sumproduct(last_row)
+                changed |= (frame.clip(last_row) or frame.clip_unique(last_row) or frame.clip_sumproduct(last_row)
+                            or (array and frame.clip_extremum(last_row)))
         elif token.type == Token.SEP and token.subtype == Token.ARG and stack and stack[-1].name is not None:
             stack[-1].bounds.append(index)
-            changed |= stack[-1].widen()
+            changed |= not extrema_only and stack[-1].widen()
     return "=" + "".join(t.value for t in tokens) if changed else formula
 
 
@@ -191,6 +221,17 @@ class _Frame:
             return False
         tall = _elementwise_ranges(self.argument(0), ELEMENTWISE)
         return tall is not None and _cut(tall, last_row, blank_rows_kept=1) is not None
+
+    def clip_extremum(self, last_row: LastRow) -> bool:
+        """Cut the tall ranges of MAX's or MIN's one argument one row past their sheets' last
+        used row, where that argument is computed element by element (see the module's text;
+        the caller knows the formula is an array formula)."""
+        if self.name not in _EXTREMA or len(self.bounds) != 2:
+            return False
+        tall = _elementwise_ranges(self.argument(0), ELEMENTWISE)
+        if not tall:
+            return False  # a name, a position, an aggregate inside, or no tall range at all
+        return _cut(tall, last_row, blank_rows_kept=1) is not None
 
     def clip_sumproduct(self, last_row: LastRow) -> bool:
         """Cut SUMPRODUCT's arrays, computed by operators alone from tall one-column ranges of

@@ -225,17 +225,20 @@ def set_excel_formulas(doc, formulas: list) -> None:
     parser.setPropertyValue("CompileEnglish", True)
     parser.setPropertyValue("FormulaConvention", XL_OOX)
     names = list(doc.Sheets.ElementNames)
+    sheets: dict = {}  # each sheet asked of LibreOffice once: every call is a round trip over its pipe
     for name, row, column, formula, *area in formulas:
         sheet = resolve_sheet(name, names)
         if sheet is None:
             continue
+        if sheet not in sheets:
+            sheets[sheet] = doc.Sheets.getByName(sheet)
         address = CellAddress()
         address.Sheet, address.Column, address.Row = names.index(sheet), column - 1, row - 1
         tokens = parser.parseFormula(formula, address)
         if area and area[0]:  # an array formula: set over its whole range
-            doc.Sheets.getByName(sheet).getCellRangeByName(area[0]).setArrayTokens(tokens)
+            sheets[sheet].getCellRangeByName(area[0]).setArrayTokens(tokens)
         else:
-            doc.Sheets.getByName(sheet).getCellByPosition(column - 1, row - 1).setTokens(tokens)
+            sheets[sheet].getCellByPosition(column - 1, row - 1).setTokens(tokens)
 
 
 def resolve_sheet(requested: str, sheets: list) -> str | None:
