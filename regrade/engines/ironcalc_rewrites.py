@@ -39,7 +39,8 @@
   As for UNIQUE, every row past the sheets' last used row gives the same element, and a
   maximum or a minimum does not change when an element it already holds is repeated or left
   out, so the ranges are cut one row past the last used row (that row stands for all the blank
-  ones: where ``A2`` is blank, ``F:F=A2`` holds on them and MIN sees their 0). Only in an array
+  ones: where ``A2`` is blank and no row of data is, ``MAX(IF(F:F=A2,1,0))`` is 1 because of
+  them alone). Only in an array
   formula (``t="array"``: CSE, or a dynamic formula of Excel 365), where Excel computes the
   argument element by element; in a plain formula Excel before 365 takes the one element of
   the formula's own row (implicit intersection), which a cut range may no longer hold. Only

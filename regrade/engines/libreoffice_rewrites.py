@@ -17,8 +17,10 @@ serial 60, Excel's 29 February 1900 and LibreOffice's 28 February, has DAY 29.
 MAX or MIN of an expression computed element by element over whole columns, in an array
 formula (``{=MAX(IF(F:F=A2,G:G,""))}``), is cut one row past the sheets' last used row, as for
 IronCalc (:func:`regrade.engines.ironcalc_rewrites.cut_extrema`, where the argument that the
-value does not change is made): LibreOffice took 158 s over the 405 such formulas of
-SpreadsheetBench task 17049's first input.
+value does not change is made). This saves LibreOffice's calculation, not its import: it
+computes a file's array formulas while importing it, before any rewrite reaches it. On
+SpreadsheetBench task 17049's first input (405 such formulas) the import takes 77 s and the
+calculation after it 75 s uncut, 0.15 s cut.
 """
 
 from __future__ import annotations
