@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import replace
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Collection, Sequence
 
 from regrade.engines.departures import (
     SHARED_DEPARTURES, TEXT_FORMAT_REJECTED, Departure, abstain_on_departures, offsets_of_a_computed_array,
@@ -74,7 +74,8 @@ class IronCalcEngine(PythonPackageEngine):
         except Exception as exc:  # WorkbookError and friends; a panic is handled by the worker
             return WorkbookValues(failure=WorkbookFailure("load-failed", f"IronCalc cannot load it: {exc}"))
         names = [p["name"] for p in model.get_worksheets_properties()]
-        originals = _work_around_defects(model, names, analysis)  # before the first evaluation: one is enough
+        arrays = array_formula_cells(path)  # (sheet index in workbook order, row, column)
+        originals = _work_around_defects(model, names, analysis, arrays)  # before the first evaluation: one is enough
         try:
             model.evaluate()
         except Exception as exc:
@@ -84,7 +85,7 @@ class IronCalcEngine(PythonPackageEngine):
         graph = analysis.graph
         mentioned = mentions(path, (b"SUBTOTAL(", b"filterColumn", b"LOOKUP("))  # a quick look before the graph
         filtered = {b"SUBTOTAL(", b"filterColumn"} <= mentioned
-        bridged = bridge_functions(model, array_formula_cells(path), only_missing=heavy, order=order,
+        bridged = bridge_functions(model, arrays, only_missing=heavy, order=order,
                                    filtered_rows=_filtered_rows(graph(), names) if filtered else None)
         originals = {**bridged.originals, **originals}
         skipped = {CellRef(names[sheet], row, column): function for (sheet, row, column), function in bridged.skipped.items()}
@@ -166,10 +167,12 @@ def _referenced_cells(model: Any) -> int:
                if (formula := model.get_cell_formula(sheet, row, column)))
 
 
-def _work_around_defects(model: Any, names: list[str], analysis: WorkbookAnalysis) -> dict[tuple[int, int, int], str]:
-    """Rewrite formulas IronCalc misreads (regrade.workbook.structured, regrade.engines.ironcalc_rewrites);
-    returns each rewritten cell's original formula. The caller evaluates the model again. The
-    structured references are read from the formula graph's workbook, loaded once for both."""
+def _work_around_defects(model: Any, names: list[str], analysis: WorkbookAnalysis,
+                         arrays: Collection[tuple[int, int, int]]) -> dict[tuple[int, int, int], str]:
+    """Rewrite formulas IronCalc misreads (regrade.workbook.structured, regrade.engines.ironcalc_rewrites;
+    ``arrays``: the array formulas' cells); returns each rewritten cell's original formula. The
+    caller evaluates the model again. The structured references are read from the formula
+    graph's workbook, loaded once for both."""
     originals: dict[tuple[int, int, int], str] = {}
     loaded = lambda: graph.book if (graph := analysis.graph()) is not None else None  # noqa: E731
     for (sheet_name, row, column), formula in structured_rewrites(analysis.path, array_formulas=True, loaded=loaded).items():
@@ -178,7 +181,6 @@ def _work_around_defects(model: Any, names: list[str], analysis: WorkbookAnalysi
             originals[(index, row, column)] = model.get_cell_formula(index, row, column) or formula
             model.update_cell_with_formula(index, row, column, formula)
     last_row = last_row_readers({name.lower(): model.get_sheet_dimensions(index)[1] for index, name in enumerate(names)})
-    arrays = array_formula_cells(analysis.path)  # (sheet index in workbook order, row, column)
     for sheet, row, column in model.get_all_cells():
         formula = model.get_cell_formula(sheet, row, column)
         if not formula:

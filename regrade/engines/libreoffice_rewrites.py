@@ -25,8 +25,11 @@ calculation after it 75 s uncut, 0.15 s cut.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
+from typing import Callable
 
+import openpyxl
 from openpyxl.formula.tokenizer import Token
 from openpyxl.worksheet.formula import ArrayFormula
 
@@ -44,36 +47,49 @@ def libreoffice_rewrites(path: Path) -> list[Rewrite]:
     """What LibreOffice computes instead of the file's formulas: structured references as
     ranges (:mod:`regrade.workbook.structured`; in plain formulas, as LibreOffice reads them in array
     formulas itself, unless the array formula is rewritten anyway), MOD with Excel's
-    precision and DAY, MONTH and YEAR with Excel's calendar."""
+    precision and DAY, MONTH and YEAR with Excel's calendar, MAX and MIN over whole columns in
+    array formulas cut. The sheets are searched once for the calls, and the formula book read
+    at most once, only when one is found."""
+    book = functools.cache(lambda: _formula_book(path))
+    mentioned = {name.decode() for name in mentions(path, tuple(name.encode() for name in (*_REWRITTEN, *_EXTREMA)))}
     rewrites: dict[CellRef, tuple[str, str | None]] = {
-        cell: (formula, None) for cell, formula in structured_rewrites(path).items()}
+        cell: (formula, None) for cell, formula in structured_rewrites(path, loaded=book).items()}
     resolved: dict[CellRef, str] | None = None  # with array formulas: read only if needed
-    for sheet, row, column, formula, area in semantic_rewrites(path):
+    for sheet, row, column, formula, area in (semantic_rewrites(book()) if mentioned & set(_REWRITTEN) else []):
         key = CellRef(sheet, row, column)
         if key in rewrites:
             formula = with_excel_semantics(rewrites[key][0])
         elif area is not None and "[" in formula:
             if resolved is None:
-                resolved = structured_rewrites(path, array_formulas=True)
+                resolved = structured_rewrites(path, array_formulas=True, loaded=book)
             if key in resolved:
                 formula = with_excel_semantics(resolved[key])
         rewrites[key] = (formula, area)  # an array formula's range, or None
-    _cut_extrema(path, rewrites)
+    if mentioned & set(_EXTREMA):
+        _cut_extrema(path, book, rewrites)
     return [(sheet, row, column, formula, area) for (sheet, row, column), (formula, area) in rewrites.items()]
 
 
-def _cut_extrema(path: Path, rewrites: dict[CellRef, tuple[str, str | None]]) -> None:
+def _formula_book(path: Path) -> openpyxl.Workbook | None:
+    """The file's formulas as openpyxl reads them, or None when it cannot (LibreOffice then
+    computes the file as it stands)."""
+    try:
+        return load_formula_book(path)
+    except Exception:
+        return None
+
+
+def _cut_extrema(path: Path, book: Callable[[], openpyxl.Workbook | None],
+                 rewrites: dict[CellRef, tuple[str, str | None]]) -> None:
     """Cut the whole columns of MAX and MIN in array formulas (the module's text), in
     ``rewrites`` where a cell is rewritten already. The formula book is read only when some
-    formula's MAX or MIN would be cut were the sheets one row long; never raises."""
-    if not any(cut_extrema(f"={text}", lambda sheet: 1) != f"={text}" for text in formula_texts(path, ("MAX(", "MIN("))):
+    formula's MAX or MIN would be cut were the sheets one row long."""
+    if not any(cut_extrema(f"={text}", lambda sheet: 1) != f"={text}" for text in formula_texts(path, _EXTREMA)):
         return
-    try:
-        book = load_formula_book(path)
-    except Exception:  # a file openpyxl cannot read: LibreOffice computes it as it stands
+    if (loaded := book()) is None:
         return
-    readers = last_row_readers({ws.title.lower(): ws.max_row for ws in book.worksheets})
-    for cell in formula_cells_of(book):
+    readers = last_row_readers({ws.title.lower(): ws.max_row for ws in loaded.worksheets})
+    for cell in formula_cells_of(loaded):
         if not isinstance(cell.cell.value, ArrayFormula) or (last_row := readers(cell.sheet)) is None:
             continue
         key = CellRef(cell.sheet, cell.row, cell.column)
@@ -82,15 +98,11 @@ def _cut_extrema(path: Path, rewrites: dict[CellRef, tuple[str, str | None]]) ->
             rewrites[key] = (cut, area or str(cell.cell.value.ref))
 
 
-def semantic_rewrites(path: Path) -> list[Rewrite]:
-    """Every formula calling MOD, DAY, MONTH or YEAR, rewritten with Excel's semantics
-    (:func:`with_excel_semantics`); array formulas with their range. None when the file
-    holds no such call; never raises (a file openpyxl cannot read gets none)."""
-    if not mentions(path, tuple(name.encode() for name in _REWRITTEN)):
-        return []
-    try:
-        book = load_formula_book(path)
-    except Exception:
+def semantic_rewrites(book: openpyxl.Workbook | None) -> list[Rewrite]:
+    """Every formula of ``book`` calling MOD, DAY, MONTH or YEAR, rewritten with Excel's
+    semantics (:func:`with_excel_semantics`); array formulas with their range. None for a book
+    openpyxl could not read."""
+    if book is None:
         return []
     found: list[Rewrite] = []
     for cell in formula_cells_of(book):
@@ -105,6 +117,7 @@ def semantic_rewrites(path: Path) -> list[Rewrite]:
 
 _DATE_PARTS = {"DAY(": "-({0}>=0)*({0}<1)*30+({0}>=60)*({0}<61)", "MONTH(": "-({0}>=0)*({0}<1)*11", "YEAR(": "+({0}>=0)*({0}<1)"}
 _REWRITTEN = ("MOD(", *_DATE_PARTS)
+_EXTREMA = ("MAX(", "MIN(")
 
 
 def _excel_call(opening: str, args: list[str]) -> str | None:
