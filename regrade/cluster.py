@@ -4,8 +4,8 @@ The client (the ``regrade`` process) does what it does for the local pool: it re
 results cache, sends the cases still to grade, and writes every record, cache entry and
 ``.partial`` line as each case comes back, so results, cache and resume are the same as
 locally. Each Dask worker process grades its cases one at a time through a case worker of
-its own: a one-process pool, started by spawning (a Dask worker runs threads, which a fork
-must not copy), that opens the engines once and runs every case exactly as a local pool
+its own (:class:`regrade.case_workers.CaseWorker`), started by spawning (a Dask worker runs
+threads, which a fork must not copy), that opens the engines once and runs every case exactly as a local pool
 worker does: in its main thread under the case's limit, each workbook in the engines'
 isolated workers under theirs (:func:`regrade.runner.rescore_case_grading`). A case worker
 that dies is replaced and its case tried once more; a Dask worker that dies has its cases
@@ -26,11 +26,10 @@ import multiprocessing
 import tempfile
 import threading
 import uuid
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from typing import Callable
 
-from regrade.runner import RescoreSettings, crashed_grading, start_pool_worker
+from regrade.case_workers import CaseWorker, WorkerDied, stop_workers
+from regrade.runner import RescoreSettings, crashed_grading, rescoring_job
 from regrade.runs.cases import Case, RunError
 
 DASK_MISSING = "--executor dask needs Dask's distributed package: pip install 'regrade[dask]'"
@@ -113,33 +112,24 @@ _CURRENT: dict = {}
 def grade_one(case: Case, settings: RescoreSettings) -> dict:
     """One case's grading on this Dask worker, by its case worker (opened here if the plugin has not)."""
     with _LOCK:
-        pool = _case_worker(settings)
         for attempt in range(2):
             try:
-                return pool.submit(_grade_in_case_worker, case).result()
-            except BrokenProcessPool:  # the case worker died: a fresh one, then the case is its own verdict
+                return _case_worker(settings).grade(case)
+            except WorkerDied:  # a fresh one, then the case is its own verdict
                 close_case_worker()
-                pool = _case_worker(settings)
         return crashed_grading(case, "a case worker died twice while grading this case")
 
 
-def _case_worker(settings: RescoreSettings) -> ProcessPoolExecutor:
+def _case_worker(settings: RescoreSettings) -> CaseWorker:
     if _CURRENT.get("settings") != settings:
         close_case_worker()
-        _CURRENT["pool"] = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
-                                               initializer=start_pool_worker, initargs=(settings,))
+        _CURRENT["worker"] = CaseWorker(rescoring_job(settings), multiprocessing.get_context("spawn"))
         _CURRENT["settings"] = settings
-    return _CURRENT["pool"]
+    return _CURRENT["worker"]
 
 
 def close_case_worker() -> None:
-    pool = _CURRENT.pop("pool", None)
+    worker = _CURRENT.pop("worker", None)
     _CURRENT.clear()
-    if pool is not None:
-        pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _grade_in_case_worker(case: Case) -> dict:
-    from regrade.runner import rescore_case_grading
-
-    return rescore_case_grading(case)
+    if worker is not None:
+        stop_workers([worker])

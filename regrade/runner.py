@@ -1,9 +1,9 @@
 """Rescoring a whole run: a pool of workers, a results cache, and nothing lost.
 
-- Each worker process opens its engines once (a LibreOffice per worker) and rescores
-  cases; every engine still runs each workbook under its own time and memory limit
-  (:mod:`regrade.engines.isolation`), so a crash or a hang makes that case ``unevaluable``
-  and the run goes on.
+- Each worker process (:mod:`regrade.case_workers`) opens its engines once (a LibreOffice
+  per worker) and rescores cases; every engine still runs each workbook under its own time
+  and memory limit (:mod:`regrade.engines.isolation`), so a crash or a hang makes that case
+  ``unevaluable`` and the run goes on.
 - A case's grading is cached under the content hash of what decides it: the output's
   and the golden's bytes, the answer position and sheet, the policy, the shallow and
   full engines with their versions, and regrade's version. A second run, or a run
@@ -14,23 +14,17 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
-import multiprocessing
-import multiprocessing.util
 import os
-import signal
 import tempfile
-import threading
-import time
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
+from regrade.case_workers import WorkerJob, grade_in_workers
 from regrade.engines.base import DEFAULT_BRIDGE_WORK, Engine
-from regrade.engines.isolation import ORPHAN_CHECK_S
 from regrade.engines.registry import open_engine
 from regrade.grading.policies import get_policy
 from regrade.limits import DeadlineExceeded, deadline
@@ -180,7 +174,10 @@ def rescore_run(
             finally:
                 _close_worker_engines()
         elif todo:
-            _in_pool(cases, longest_first(cases, todo), settings, workers, finish)
+            died_twice = grade_in_workers(cases, longest_first(cases, todo), workers, rescoring_job(settings),
+                                          lambda index, grading: finish(index, grading, False))
+            for index in died_twice:
+                finish(index, crashed_grading(cases[index], "a worker process died twice while grading this case"), False)
     finally:
         if sink is not None:
             sink.close()
@@ -214,63 +211,6 @@ def rescore_to_file(cases: list[Case], settings: RescoreSettings, output: Path, 
     return record, records
 
 
-def _in_pool(cases: list[Case], todo: Iterable[int], settings: RescoreSettings, workers: int,
-             finish: Callable[[int, dict, bool], None]) -> None:
-    """Grade in a pool. If a worker process dies, the cases it may have held become suspects:
-    the rest go on in a new pool, then each suspect runs alone, and one that kills its own
-    worker is recorded as crashed."""
-    queue = list(todo)
-    suspects: list[int] = []
-    while queue:
-        suspects += _pool_pass(cases, queue, settings, workers, finish)
-    for index in suspects:
-        if _pool_pass(cases, [index], settings, 1, finish):
-            finish(index, crashed_grading(cases[index], "a worker process died twice while grading this case"), False)
-
-
-def _pool_pass(cases: list[Case], queue: list[int], settings: RescoreSettings, workers: int,
-               finish: Callable[[int, dict, bool], None]) -> list[int]:
-    """Run the queue (consumed in place) until done or the pool breaks; returns the cases the broken pool held."""
-    with _new_pool(settings, workers) as pool:
-        running: dict[Future, int] = {}
-        try:
-            while queue or running:
-                while queue and len(running) < workers * 2:  # a short queue: results come back as they finish
-                    index = queue.pop(0)
-                    running[pool.submit(_grade, cases[index])] = index
-                done, _ = wait(running, return_when=FIRST_COMPLETED)
-                for future in done:
-                    try:
-                        grading = future.result()
-                    except BrokenProcessPool:
-                        return list(running.values())
-                    finish(running.pop(future), grading, False)
-        except KeyboardInterrupt:
-            pool.shutdown(wait=True, cancel_futures=True)  # cases not started are dropped, not graded first
-            raise
-    return []
-
-
-def _new_pool(settings: RescoreSettings, workers: int) -> ProcessPoolExecutor:
-    """A pool whose workers are born with SIGINT blocked and unblock it once their handler is in
-    place (:func:`start_pool_worker`): a Ctrl-C while they start ends them quietly, never in
-    the middle of their initializer (which printed a traceback)."""
-    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
-    masking = hasattr(signal, "pthread_sigmask")
-    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if masking else None
-    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=start_pool_worker, initargs=(settings,))
-    try:
-        pool.submit(int)  # the workers start now, under this mask
-    finally:
-        try:
-            if before is not None:
-                signal.pthread_sigmask(signal.SIG_SETMASK, before)  # a Ctrl-C that came meanwhile is raised here
-        except KeyboardInterrupt:
-            pool.shutdown(wait=True, cancel_futures=True)
-            raise
-    return pool
-
-
 def longest_first(cases: list[Case], todo: Iterable[int]) -> list[int]:
     """The cases to grade, the likely longest first (by the bytes of output and golden), so
     that the workers finish together instead of one grading a large workbook at the end."""
@@ -295,6 +235,7 @@ _WORKER: dict = {}
 
 def _open_worker_engines(settings: RescoreSettings) -> None:
     """Each worker opens its engines once; every workbook still runs under their limits."""
+    _WORKER.clear()  # a forked worker's copies of the parent's engines are the parent's to close
     _WORKER["settings"] = settings
     _WORKER["policy"] = get_policy(settings.policy)
     _WORKER["shallow"] = open_engine(settings.shallow, settings.timeout_s, as_grader=True, bridge_work=settings.bridge_work)
@@ -308,40 +249,10 @@ def _close_worker_engines() -> None:
     _WORKER.clear()
 
 
-def start_pool_worker(settings: RescoreSettings) -> None:
-    """A pool worker's engines, closed when the worker ends. A pool worker leaves through
-    os._exit, which runs no atexit hook but does run multiprocessing's finalizers."""
-    _WORKER.clear()  # a forked worker's copies of the parent's engines are the parent's to close
-    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:  # started with Ctrl-C ignored (nohup, &): kept so
-        signal.signal(signal.SIGINT, _leave_quietly)
-    if hasattr(signal, "pthread_sigmask"):
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # blocked while it was born (_new_pool)
-    _open_worker_engines(settings)
-    multiprocessing.util.Finalize(None, _close_worker_engines, exitpriority=10)
-    _leave_when_orphaned()
-
-
-def _leave_when_orphaned() -> None:
-    """Close this pool worker's engines and end it once the process that started it is gone
-    (a run, or a Dask worker, killed with SIGKILL): nothing else would, and its engines'
-    processes, soffice among them, would otherwise wait for work forever. A thread checks
-    every few seconds; the parent's death signal is not used, as it follows the thread that
-    started the worker, not the process."""
-    parent = os.getppid()
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(ORPHAN_CHECK_S)
-        _close_worker_engines()
-        os._exit(1)
-
-    threading.Thread(target=watch, name="regrade-orphan-check", daemon=True).start()
-
-
-def _leave_quietly(signum: int, frame: object) -> None:
-    """Ctrl-C reaches every process of the terminal's group: a worker ends its case and leaves
-    without a traceback of its own (the parent says what was saved); its finalizers still run."""
-    raise SystemExit(128 + signum)
+def rescoring_job(settings: RescoreSettings) -> WorkerJob:
+    """What a case worker does for a rescore (:mod:`regrade.case_workers`): open this run's
+    engines once, grade each case sent under its limit, close the engines when it leaves."""
+    return WorkerJob(functools.partial(_open_worker_engines, settings), _grade, _close_worker_engines)
 
 
 def case_limit_s(settings: RescoreSettings) -> float:

@@ -128,3 +128,48 @@ def test_a_worker_that_dies_costs_only_its_own_case(monkeypatch):
     assert verdicts[3] == ("unevaluable", ["crashed"])
     alone = [(r["verdict"], r["reasons"]) for r in rescore_run(cases, SETTINGS)]
     assert verdicts[:3] + verdicts[4:] == alone[:3] + alone[4:]
+
+
+def stall_on_doomed_output(case):
+    """Stands in for runner._grade in a pool: one case stalls for two minutes, then leaves a mark."""
+    import os
+    import time
+    from pathlib import Path
+
+    from regrade import runner
+
+    if str(case.output_path) == os.environ["REGRADE_TEST_DOOMED"]:
+        time.sleep(120)
+        Path(os.environ["REGRADE_TEST_MARK"]).touch()
+    return runner.rescore_case_grading(case)
+
+
+def test_a_ctrl_c_of_the_run_alone_stops_its_busy_workers_and_leaves_no_process(monkeypatch, tmp_path):
+    """A SIGINT to the run's process only (kill -INT PID, not a terminal's Ctrl-C to the whole
+    group): the run stops its workers, the stalled one mid-case, and raises KeyboardInterrupt
+    with what it finished recorded."""
+    import multiprocessing
+    import os
+    import signal
+
+    import pytest
+
+    from regrade import runner
+
+    cases = demo_cases()[:6]
+    doomed = runner.longest_first(cases, range(len(cases)))[0]  # the first sent to a worker
+    monkeypatch.setenv("REGRADE_TEST_DOOMED", str(cases[doomed].output_path))
+    monkeypatch.setenv("REGRADE_TEST_MARK", str(tmp_path / "stalled case finished"))
+    monkeypatch.setattr(runner, "_grade", stall_on_doomed_output)
+    finished: list[int] = []
+
+    def on_record(index, record, cached):
+        finished.append(index)
+        if len(finished) == 2:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    with pytest.raises(KeyboardInterrupt):
+        rescore_run(cases, SETTINGS, workers=2, on_record=on_record)
+    assert len(finished) == 2 and doomed not in finished
+    assert multiprocessing.active_children() == []
+    assert not (tmp_path / "stalled case finished").exists()  # stopped mid-case, not waited for

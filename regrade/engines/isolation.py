@@ -245,6 +245,9 @@ def _serve(engine: Engine, memory_mb: int | None, connection: Connection, parent
     _die_with_parent()  # even inside the engine's native code, where no orphan check runs
     tempfile.tempdir = scratch
     signal.signal(signal.SIGTERM, lambda signum, frame: _leave(engine))
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:  # a terminal's Ctrl-C: as SIGTERM, its owner stops too
+        signal.signal(signal.SIGINT, lambda signum, frame: _leave(engine))
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # born where a case worker held it back
     os.environ["RUST_BACKTRACE"] = "0"
     faulthandler.disable()  # it holds its own copy of stderr; a crash is reported by exit status
     devnull = os.open(os.devnull, os.O_WRONLY)

@@ -1,0 +1,314 @@
+"""Case workers: processes that grade a run's cases one at a time, each over a pipe of its own.
+
+``regrade rescore --workers N`` grades in N case workers (:func:`grade_in_workers`); on Dask
+each Dask worker process has one (:mod:`regrade.cluster`). What a worker does is a
+:class:`WorkerJob`: open the engines once, grade each case it is sent, close them when it
+leaves (for rescoring, :mod:`regrade.runner`).
+
+Two facts shape it:
+
+- **Ctrl-C reaches every process of the terminal's group.** An exception raised wherever
+  the main thread happens to be can leave a lock of a pool's own machinery held; a rescore
+  built on ``concurrent.futures`` once waited forever after a Ctrl-C for that reason. So the
+  parent only notes a Ctrl-C (:class:`CtrlC`), between answers stops its workers and then
+  raises ``KeyboardInterrupt`` itself; a worker holds Ctrl-C back except while it grades, so
+  one ends its case, closes its engines and leaves, and is never stopped inside a pipe's
+  read or write.
+- **A worker can die** (the kernel's out-of-memory killer, a crash no engine limit caught).
+  The parent knows which case each worker holds, so a death costs that case only: the rest
+  go on, and once they are done the case is tried again alone in a fresh worker; a case
+  that kills that one too is reported to the caller (for rescoring, ``crashed``).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import multiprocessing.connection
+import os
+import signal
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+
+from regrade.engines.isolation import ORPHAN_CHECK_S
+
+if TYPE_CHECKING:
+    from multiprocessing.context import ForkContext, SpawnContext
+
+    Context = ForkContext | SpawnContext
+
+STOP_GRACE_S = 30.0  # a worker asked to leave (or told of a Ctrl-C) closing its engines, before SIGTERM
+KILL_GRACE_S = 5.0  # after SIGTERM, before SIGKILL
+
+
+@dataclass(frozen=True)
+class WorkerJob:
+    """What a case worker runs, in the worker: ``start`` once (open the engines), ``grade``
+    for each case sent, ``stop`` when it leaves (close them). Module-level functions (or
+    partials of them), so that a spawned worker can be sent them."""
+
+    start: Callable[[], None]
+    grade: Callable[[Any], dict]
+    stop: Callable[[], None]
+
+
+class WorkerDied(Exception):
+    """The worker ended before it answered."""
+
+
+class CaseWorker:
+    """One case worker process and the parent's end of its pipe. ``case`` is the index of the
+    case it is grading, None while idle."""
+
+    def __init__(self, job: WorkerJob, context: Context,
+                 siblings: Sequence[Connection] = ()):
+        ours, theirs = context.Pipe(duplex=True)
+        forked = context.get_start_method() == "fork"
+        inherited = [ours, *siblings] if forked else []  # a forked worker's copies of the parent's ends: closed
+        held = _hold_ctrl_c()  # born with Ctrl-C held back: a worker lets it in only while grading
+        try:
+            self.process = context.Process(target=_serve, args=(job, theirs, inherited), name="regrade-case-worker")
+            self.process.start()
+        finally:
+            _release_ctrl_c(held)
+        theirs.close()
+        self.connection = ours
+        self.case: int | None = None
+
+    def send(self, index: int, case: Any) -> None:
+        try:
+            self.connection.send(case)
+        except (OSError, ValueError):
+            pass  # a worker already gone: its sentinel says so to the next wait
+        self.case = index
+
+    def answer(self) -> dict:
+        """The grading of the case sent, once the pipe or the process's end has been seen;
+        :class:`WorkerDied` if the worker ended without one."""
+        self.case = None
+        try:
+            if self.connection.poll():
+                return self.connection.recv()
+        except (EOFError, OSError):
+            pass
+        raise WorkerDied(f"the case worker ended with status {self.process.exitcode}")
+
+    def grade(self, case: Any) -> dict:
+        """Send one case and wait for its grading (:class:`WorkerDied` if the worker ends first)."""
+        self.send(0, case)
+        multiprocessing.connection.wait([self.connection, self.process.sentinel])
+        return self.answer()
+
+    def ask_to_leave(self, interrupt: bool) -> None:
+        """Ask the worker to close its engines and end; a busy one is first told of the Ctrl-C
+        (a terminal's has reached it already; a ``kill -INT`` of the parent alone has not)."""
+        if interrupt and self.case is not None and self.process.pid is not None and self.process.is_alive():
+            try:
+                os.kill(self.process.pid, signal.SIGINT)
+            except ProcessLookupError:
+                pass
+        try:
+            self.connection.send(None)
+        except (OSError, ValueError):
+            pass
+
+
+def stop_workers(workers: Iterable[CaseWorker], interrupt: bool = False) -> None:
+    """End every worker: asked first, given :data:`STOP_GRACE_S` together to close their
+    engines, then SIGTERM, then SIGKILL; nothing waits past that."""
+    workers = list(workers)
+    for worker in workers:
+        worker.ask_to_leave(interrupt)
+    for grace, end in ((STOP_GRACE_S, "terminate"), (KILL_GRACE_S, "kill"), (KILL_GRACE_S, None)):
+        deadline = time.monotonic() + grace
+        for worker in workers:
+            worker.process.join(max(0.0, deadline - time.monotonic()))
+        if end is not None:
+            for worker in workers:
+                if worker.process.is_alive():
+                    getattr(worker.process, end)()
+    for worker in workers:
+        worker.connection.close()
+        if not worker.process.is_alive():
+            worker.process.close()
+
+
+def grade_in_workers(cases: Sequence[Any], todo: Iterable[int], workers: int, job: WorkerJob,
+                     finish: Callable[[int, dict], None],
+                     context: Context | None = None) -> list[int]:
+    """Grade ``cases[i]`` for each ``i`` in ``todo`` (in that order) in ``workers`` case
+    workers, calling ``finish(i, grading)`` in this process as each is answered. Returns the
+    cases that ended their worker twice (the second time alone, in a fresh worker). A Ctrl-C
+    stops the workers and raises ``KeyboardInterrupt`` here, with every case answered so far
+    finished."""
+    if context is None:
+        forks = "fork" in multiprocessing.get_all_start_methods()
+        context = multiprocessing.get_context("fork") if forks else multiprocessing.get_context("spawn")
+    queue = deque(todo)
+    died: list[int] = []
+    pool: list[CaseWorker] = []
+    with CtrlC() as ctrl_c:
+        try:
+            while queue or any(w.case is not None for w in pool):
+                while queue and (idle := _idle_worker(pool, workers, job, context)) is not None:
+                    index = queue.popleft()
+                    idle.send(index, cases[index])
+                for worker in _answered(pool, ctrl_c):
+                    held = worker.case
+                    assert held is not None
+                    try:
+                        grading = worker.answer()
+                    except WorkerDied:
+                        pool.remove(worker)
+                        stop_workers([worker])
+                        died.append(held)
+                        continue
+                    finish(held, grading)
+                    ctrl_c.raise_if_pressed()
+            stop_workers(pool)
+            pool.clear()
+            return [index for index in died if not _graded_alone(cases, index, job, context, finish, ctrl_c)]
+        finally:
+            stop_workers(pool, interrupt=ctrl_c.pressed)
+
+
+def _idle_worker(pool: list[CaseWorker], size: int, job: WorkerJob,
+                 context: Context) -> CaseWorker | None:
+    """An idle worker of the pool, a new one while it has fewer than ``size``, or None."""
+    for worker in pool:
+        if worker.case is None:
+            return worker
+    if len(pool) < size:
+        pool.append(CaseWorker(job, context, [w.connection for w in pool]))
+        return pool[-1]
+    return None
+
+
+def _answered(pool: list[CaseWorker], ctrl_c: CtrlC) -> list[CaseWorker]:
+    """The busy workers with an answer, or whose process ended, once there is one."""
+    busy = [w for w in pool if w.case is not None]
+    ready = set(multiprocessing.connection.wait([*(w.connection for w in busy), *(w.process.sentinel for w in busy),
+                                                 ctrl_c.reader]))
+    ctrl_c.raise_if_pressed()
+    return [w for w in busy if w.connection in ready or w.process.sentinel in ready]
+
+
+def _graded_alone(cases: Sequence[Any], index: int, job: WorkerJob, context: Context,
+                  finish: Callable[[int, dict], None], ctrl_c: CtrlC) -> bool:
+    """Grade a case whose worker died, alone in a fresh worker; False if it ends that one too."""
+    worker = CaseWorker(job, context)
+    try:
+        worker.send(index, cases[index])
+        while not _answered([worker], ctrl_c):
+            pass
+        grading = worker.answer()
+    except WorkerDied:
+        return False
+    finally:
+        stop_workers([worker], interrupt=ctrl_c.pressed)
+    finish(index, grading)
+    return True
+
+
+class CtrlC:
+    """While entered, in the main thread, a Ctrl-C (SIGINT) is noted, not raised: ``pressed``
+    becomes true and a byte arrives on ``reader``, which a wait can include; the code that
+    waits raises ``KeyboardInterrupt`` where it is safe to (:meth:`raise_if_pressed`). Where
+    SIGINT is ignored (``nohup``, a background job) or handled by someone else's handler, or
+    outside the main thread, nothing changes."""
+
+    def __init__(self) -> None:
+        self.pressed = False
+        self.reader = -1
+        self._writer = -1
+        self._previous: Any = None
+
+    def __enter__(self) -> CtrlC:
+        self.reader, self._writer = os.pipe()
+        os.set_blocking(self._writer, False)
+        if threading.current_thread() is threading.main_thread() \
+                and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            self._previous = signal.signal(signal.SIGINT, self._note)
+        return self
+
+    def _note(self, signum: int, frame: object) -> None:
+        self.pressed = True
+        try:
+            os.write(self._writer, b"\0")
+        except OSError:
+            pass  # the pipe is full: a byte is there already
+
+    def raise_if_pressed(self) -> None:
+        if self.pressed:
+            raise KeyboardInterrupt
+
+    def __exit__(self, *exc: object) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+            self._previous = None
+        os.close(self.reader)
+        os.close(self._writer)
+
+
+def _hold_ctrl_c() -> Any:
+    """Hold SIGINT back in this thread (a process started now is born with it held); the mask before."""
+    return signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if hasattr(signal, "pthread_sigmask") else None
+
+
+def _release_ctrl_c(previous: Any) -> None:
+    if previous is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def _serve(job: WorkerJob, connection: Connection, inherited: list[Connection]) -> None:
+    """The case worker: start the job, grade each case sent until told to leave (None) or the
+    parent is gone, then stop the job. Ctrl-C is let in only while a case is graded; it ends
+    the worker without an answer (the parent is stopping) and without a traceback."""
+    for end in inherited:
+        end.close()
+    _hold_ctrl_c()  # forked: held already; spawned: from here on
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:  # started with Ctrl-C ignored (nohup, &): kept so
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    job.start()
+    _leave_when_orphaned(job.stop)
+    try:
+        while True:
+            try:
+                case = connection.recv()
+            except (EOFError, OSError):
+                return
+            if case is None:
+                return
+            try:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+                grading = job.grade(case)
+            finally:
+                _hold_ctrl_c()
+            try:
+                connection.send(grading)
+            except (OSError, ValueError):
+                return
+    except KeyboardInterrupt:
+        return
+    finally:
+        job.stop()
+
+
+def _leave_when_orphaned(stop: Callable[[], None]) -> None:
+    """Stop the job and end this worker once the process that started it is gone (a run, or
+    a Dask worker, killed with SIGKILL), even while it grades: nothing else would, and its
+    engines' processes, soffice among them, would wait for work forever. A thread checks
+    every few seconds; the parent's death signal is not used, as it follows the thread that
+    started the worker, not the process."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(ORPHAN_CHECK_S)
+        stop()
+        os._exit(1)
+
+    threading.Thread(target=watch, name="regrade-orphan-check", daemon=True).start()
