@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from regrade.engines.base import DEFAULT_BRIDGE_WORK, DEFAULT_TIMEOUT_S, Engine, EngineFactory, EngineSettings
@@ -63,5 +64,10 @@ def available_full_engines() -> list[str]:
 
 
 def default_full_engines() -> list[str]:
-    """The available full engines that form the consensus unless --engines says otherwise."""
-    return [name for name in available_full_engines() if ENGINES[name].in_default_consensus]
+    """The available full engines that form the consensus unless --engines says otherwise.
+    Only those are asked, all at once: asking imports an engine's package or runs its
+    programs (``soffice --version``), and one can import while another's program runs."""
+    names = [name for name in FULL_ENGINES if ENGINES[name].in_default_consensus]
+    with ThreadPoolExecutor(len(names)) as asking:
+        reasons = list(asking.map(lambda name: get_engine(name).unavailable_reason(), names))
+    return [name for name, reason in zip(names, reasons) if reason is None]
