@@ -174,6 +174,7 @@ def rescore_run(
             finally:
                 _close_worker_engines()
         elif todo:
+            preload_engines(settings)  # once here: the case workers, and the engines' workers they fork, inherit it
             died_twice = grade_in_workers(cases, longest_first(cases, todo), workers, rescoring_job(settings),
                                           lambda index, grading: finish(index, grading, False))
             for index in died_twice:
@@ -247,6 +248,12 @@ def _close_worker_engines() -> None:
     for engine in engines:
         engine.close()
     _WORKER.clear()
+
+
+def preload_engines(settings: RescoreSettings) -> None:
+    """Each engine's preload (:meth:`regrade.engines.base.Engine.preload`), in this process."""
+    for name in (settings.shallow, *settings.engines):
+        open_engine(name, settings.timeout_s).preload()
 
 
 def rescoring_job(settings: RescoreSettings) -> WorkerJob:

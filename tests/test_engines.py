@@ -552,3 +552,30 @@ def test_only_expressions_that_are_one_value_whatever_the_cells_hold_skip_sizing
     assert all(_plainly_scalar(t) for t in ("P$4&0", "TODAY()", "YEAR(A1)+1", "'My Data'!B2*2", '"a"&B2'))
     assert not any(_plainly_scalar(t) for t in ("A1:A3", "{1,2}", "SEQUENCE(3)", "Name1", "A1#", 'INDIRECT("A1:A3")',
                                                 "MONTH(A1:A3)"))
+
+
+def test_a_formulon_module_preloaded_here_serves_its_workers_within_their_memory_limit(workbook):
+    """Formulon's compiled module, preloaded in the process that forks the workers, is
+    inherited by them (no worker compiles it again), and its 4 GiB reservation is then part
+    of what a worker inherits: the worker's address-space limit is what it inherited plus
+    its memory_mb, not 4 GiB more."""
+    import resource
+
+    from regrade.engines.formulon import FormulonEngine
+    from tests.conftest import require_engines
+
+    require_engines("formulon")
+    path = workbook({"A1": 2, "A2": "=A1*21"})
+    engine = IsolatedEngine(FormulonEngine(EngineSettings(timeout_s=60, memory_mb=1024)))
+    engine.preload()
+    try:
+        assert engine.evaluate(path, [ref("A2")]).cells[ref("A2")] == 42.0  # 2 * 21
+        with open("/proc/self/statm") as statm:
+            here = int(statm.read().split()[0]) * resource.getpagesize()
+        with open(f"/proc/{engine._worker.pid}/limits") as limits:
+            line = next(row for row in limits if row.startswith("Max address space"))
+        beyond = int(line.split()[3]) - here  # the worker's limit past what this process maps
+        assert here > 4 * 1024 ** 3  # the module's reservation is here, so the worker inherits it
+        assert abs(beyond - 1024 * 1024 ** 2) < 256 * 1024 ** 2  # about memory_mb, not memory_mb + 4 GiB
+    finally:
+        engine.close()

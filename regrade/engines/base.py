@@ -75,6 +75,12 @@ class Engine(Protocol):
         before the first workbook, outside any workbook's time limit."""
         ...
 
+    def preload(self) -> None:
+        """Do once, in the process that forks the engine's workers, what every worker would
+        otherwise do again when it starts (Formulon compiles its WebAssembly module); the
+        workers inherit it. Outside any workbook's time limit; safe to call twice."""
+        ...
+
     def evaluate(self, path: Path, cells: Sequence[CellRef]) -> WorkbookValues:
         """Values of ``cells`` in the workbook at ``path``; never raises for a bad file."""
         ...
@@ -97,6 +103,9 @@ class EngineBase:
         self.settings = settings
 
     def start(self) -> None:
+        return None
+
+    def preload(self) -> None:
         return None
 
     def close(self) -> None:

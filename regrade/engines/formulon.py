@@ -40,13 +40,15 @@ of :mod:`regrade.engines.rules`):
 - a value of a kind regrade cannot represent (``#UNKNOWN!``, a bare array or reference) is
   an ``engine-error``, not an Excel value.
 
-The WebAssembly module is compiled once per worker (:meth:`FormulonEngine.start`, about
-2 s), outside any workbook's limit. The module reserves 4 GiB of address space for its
-linear memory up front (wasm32's whole range, plus a guard region) without using it; that
-reservation is added to the worker's address-space limit (:attr:`reserved_mb`), and the
-workbook's own memory is bounded by the 4 GiB a wasm32 module can address. A module used in
-the calling process itself (``get_engine("formulon").evaluate``) holds that reservation there;
-workers forked later count their limit on top of it.
+The WebAssembly module is compiled once per process, outside any workbook's limit (4-5 s
+on a 2-core machine): by :meth:`FormulonEngine.preload` in the process that forks the
+workers (a rescore's own process, before its case workers), which every worker forked after
+inherits, or else by each worker's :meth:`~FormulonEngine.start`. The module reserves 4 GiB
+of address space for its linear memory up front (wasm32's whole range, plus a guard region)
+without using it. A worker that compiles its own adds that reservation to its address-space
+limit (:attr:`reserved_mb`); one that inherits it counts its limit on top of what it
+inherited, the reservation included. The workbook's own memory is bounded by the 4 GiB a
+wasm32 module can address.
 """
 
 from __future__ import annotations
@@ -81,9 +83,12 @@ class FormulonEngine(PythonPackageEngine):
     reserved_mb: ClassVar[int] = 4096 + 160  # the wasm32 linear memory's reservation and guard region
 
     def start(self) -> None:
+        self.preload()  # nothing to do in a worker forked after its parent preloaded
+
+    def preload(self) -> None:
         import formulon
 
-        formulon.Workbook.create_default().close()  # compiles and instantiates the module
+        formulon.Workbook.create_default().close()  # compiles and instantiates the module, once a process
         _implemented()
 
     def compute(self, analysis: WorkbookAnalysis, cells: Sequence[CellRef]) -> WorkbookValues:

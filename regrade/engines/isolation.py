@@ -66,6 +66,7 @@ class IsolatedEngine:
         self._connection: Connection | None = None
         self._scratch: weakref.finalize | None = None  # removes the worker's temporary folder, however it ends
         self._served = 0
+        self._preloaded = False
 
     def version(self) -> str:
         return self.engine.version()
@@ -75,6 +76,16 @@ class IsolatedEngine:
 
     def start(self) -> None:
         return None  # the worker starts its engine when it starts
+
+    def preload(self) -> None:
+        """The engine's preload, here, once: every worker forked from now on inherits it. One
+        that fails is left to the worker's own start, which reports it."""
+        if not self._preloaded:
+            try:
+                self.engine.preload()
+            except Exception:
+                return
+            self._preloaded = True
 
     def evaluate(self, path: Path, cells: Sequence[CellRef]) -> WorkbookValues:
         fresh = self._worker is None
@@ -172,8 +183,10 @@ class IsolatedEngine:
         remove_stale_scratch()
         scratch = tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{self.name}-worker-{os.getpid()}-")
         self._scratch = weakref.finalize(self, shutil.rmtree, scratch, ignore_errors=True)  # also at exit
-        self._worker = context.Process(target=_serve, args=(self.engine, self.memory_mb, theirs, ours, scratch),
-                                       daemon=True)
+        self.preload()
+        reserved_mb = 0 if self._preloaded else self.engine.reserved_mb  # preloaded: in what the worker inherits
+        self._worker = context.Process(target=_serve, args=(self.engine, self.memory_mb, reserved_mb, theirs, ours,
+                                                            scratch), daemon=True)
         self._worker.start()
         theirs.close()
         self._connection = ours
@@ -237,8 +250,8 @@ def inherited_address_space() -> int:
         return 0
 
 
-def _serve(engine: Engine, memory_mb: int | None, connection: Connection, parents_end: Connection,
-           scratch: str) -> None:
+def _serve(engine: Engine, memory_mb: int | None, reserved_mb: int, connection: Connection,
+           parents_end: Connection, scratch: str) -> None:
     """The worker: evaluate each workbook sent until the parent goes away. Its temporary
     files go to ``scratch``, which the parent removes however the worker ends."""
     parents_end.close()  # so that the parent's death reads as the end of the requests
@@ -256,7 +269,7 @@ def _serve(engine: Engine, memory_mb: int | None, connection: Connection, parent
     sys.stdout = sys.stderr = open(os.devnull, "w")  # Python-level writes may not go through fd 1 and 2
     out_of_memory = WorkbookFailure("memory-limit", f"{engine.name} needed more than {memory_mb} MB")  # made before the limit
     if memory_mb:
-        limit = inherited_address_space() + (memory_mb + engine.reserved_mb) * 1024 * 1024
+        limit = inherited_address_space() + (memory_mb + reserved_mb) * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     try:
         engine.start()
