@@ -168,8 +168,12 @@ def test_a_ctrl_c_of_the_run_alone_stops_its_busy_workers_and_leaves_no_process(
         if len(finished) == 2:
             os.kill(os.getpid(), signal.SIGINT)
 
-    with pytest.raises(KeyboardInterrupt):
-        rescore_run(cases, SETTINGS, workers=2, on_record=on_record)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # as at a terminal, even where the
+    try:                                                                   # suite runs with Ctrl-C ignored (&)
+        with pytest.raises(KeyboardInterrupt):
+            rescore_run(cases, SETTINGS, workers=2, on_record=on_record)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert len(finished) == 2 and doomed not in finished
     assert multiprocessing.active_children() == []
     assert not (tmp_path / "stalled case finished").exists()  # stopped mid-case, not waited for
