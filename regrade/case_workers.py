@@ -28,10 +28,10 @@ import os
 import signal
 import threading
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterable, Sequence
 
 from regrade.engines.isolation import ORPHAN_CHECK_S
 
@@ -77,6 +77,7 @@ class CaseWorker:
         theirs.close()
         self.connection = ours
         self.case: int | None = None
+        self.kept: Hashable = None  # what it kept from its last case (grade_in_workers' affinity)
 
     def send(self, index: int, case: Any) -> None:
         try:
@@ -137,24 +138,28 @@ def stop_workers(workers: Iterable[CaseWorker], interrupt: bool = False) -> None
 
 
 def grade_in_workers(cases: Sequence[Any], todo: Iterable[int], workers: int, job: WorkerJob,
-                     finish: Callable[[int, dict], None],
+                     finish: Callable[[int, dict], None], affinity: Callable[[Any], Hashable] | None = None,
                      context: Context | None = None) -> list[int]:
-    """Grade ``cases[i]`` for each ``i`` in ``todo`` (in that order) in ``workers`` case
-    workers, calling ``finish(i, grading)`` in this process as each is answered. Returns the
-    cases that ended their worker twice (the second time alone, in a fresh worker). A Ctrl-C
-    stops the workers and raises ``KeyboardInterrupt`` here, with every case answered so far
-    finished."""
+    """Grade ``cases[i]`` for each ``i`` in ``todo`` in ``workers`` case workers, calling
+    ``finish(i, grading)`` in this process as each is answered. Returns the cases that ended
+    their worker twice (the second time alone, in a fresh worker). A Ctrl-C stops the workers
+    and raises ``KeyboardInterrupt`` here, with every case answered so far finished.
+
+    Cases are sent in ``todo``'s order, but for ``affinity``: cases with the same
+    ``affinity(case)`` (what a worker keeps from one case to the next, such as the golden it
+    read) go to the worker that had the last of them, and an idle worker passes over the cases
+    of a group another worker is on (:class:`_Queue`)."""
     if context is None:
         forks = "fork" in multiprocessing.get_all_start_methods()
         context = multiprocessing.get_context("fork") if forks else multiprocessing.get_context("spawn")
-    queue = deque(todo)
+    queue = _Queue(cases, todo, affinity)
     died: list[int] = []
     pool: list[CaseWorker] = []
     with CtrlC() as ctrl_c:
         try:
             while queue or any(w.case is not None for w in pool):
                 while queue and (idle := _idle_worker(pool, workers, job, context)) is not None:
-                    index = queue.popleft()
+                    index, idle.kept = queue.take(idle.kept, {w.kept for w in pool if w.case is not None})
                     idle.send(index, cases[index])
                 for worker in _answered(pool, ctrl_c):
                     held = worker.case
@@ -185,6 +190,33 @@ def _idle_worker(pool: list[CaseWorker], size: int, job: WorkerJob,
         pool.append(CaseWorker(job, context, [w.connection for w in pool]))
         return pool[-1]
     return None
+
+
+class _Queue:
+    """The cases still to send, in groups of the same affinity (one group per case without
+    one), the groups in the order of their first case."""
+
+    def __init__(self, cases: Sequence[Any], todo: Iterable[int], affinity: Callable[[Any], Hashable] | None):
+        self.groups: OrderedDict[Hashable, deque[int]] = OrderedDict()  # first group found at once, however many left
+        for index in todo:
+            self.groups.setdefault(affinity(cases[index]) if affinity is not None else ("case", index),
+                                   deque()).append(index)
+
+    def __bool__(self) -> bool:
+        return bool(self.groups)
+
+    def take(self, kept: Hashable, busy: set[Hashable]) -> tuple[int, Hashable]:
+        """A case and its group for a worker that kept ``kept``, while busy workers keep
+        ``busy``: the next of its own group; else the first of a group no busy worker keeps;
+        else the first."""
+        group = kept if kept in self.groups else next((g for g in self.groups if g not in busy), None)
+        if group is None:
+            group = next(iter(self.groups))
+        indices = self.groups[group]
+        index = indices.popleft()
+        if not indices:
+            del self.groups[group]
+        return index, group
 
 
 def _answered(pool: list[CaseWorker], ctrl_c: CtrlC) -> list[CaseWorker]:

@@ -176,7 +176,7 @@ def rescore_run(
         elif todo:
             preload_engines(settings)  # once here: the case workers, and the engines' workers they fork, inherit it
             died_twice = grade_in_workers(cases, longest_first(cases, todo), workers, rescoring_job(settings),
-                                          lambda index, grading: finish(index, grading, False))
+                                          lambda index, grading: finish(index, grading, False), same_golden)
             for index in died_twice:
                 finish(index, crashed_grading(cases[index], "a worker process died twice while grading this case"), False)
     finally:
@@ -214,7 +214,9 @@ def rescore_to_file(cases: list[Case], settings: RescoreSettings, output: Path, 
 
 def longest_first(cases: list[Case], todo: Iterable[int]) -> list[int]:
     """The cases to grade, the likely longest first (by the bytes of output and golden), so
-    that the workers finish together instead of one grading a large workbook at the end."""
+    that the workers finish together instead of one grading a large workbook at the end; the
+    cases of one golden next to each other (ordered by their largest), so that the worker that
+    reads a golden can grade its other cases too (:func:`same_golden`)."""
     def size(index: int) -> int:
         total = 0
         for path in (cases[index].output_path, cases[index].answer_path):
@@ -223,7 +225,18 @@ def longest_first(cases: list[Case], todo: Iterable[int]) -> list[int]:
             except OSError:
                 pass
         return total
-    return sorted(todo, key=lambda index: (-size(index), index))
+    sizes = {index: size(index) for index in todo}
+    largest: dict[Path, int] = {}
+    for index, bytes_ in sizes.items():
+        golden = cases[index].answer_path
+        largest[golden] = max(largest.get(golden, 0), bytes_)
+    return sorted(sizes, key=lambda index: (-largest[cases[index].answer_path], str(cases[index].answer_path),
+                                            -sizes[index], index))
+
+
+def same_golden(case: Case) -> Path:
+    """What a case worker keeps between cases: the golden it read (:func:`regrade.grading.grade.load_golden`)."""
+    return case.answer_path
 
 
 def crashed_grading(case: Case, message: str) -> dict:
