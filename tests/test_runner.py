@@ -162,6 +162,7 @@ def test_a_ctrl_c_of_the_run_alone_stops_its_busy_workers_and_leaves_no_process(
     monkeypatch.setenv("REGRADE_TEST_MARK", str(tmp_path / "stalled case finished"))
     monkeypatch.setattr(runner, "_grade", stall_on_doomed_output)
     finished: list[int] = []
+    before = set(multiprocessing.active_children())  # engine workers earlier tests left in this process
 
     def on_record(index, record, cached):
         finished.append(index)
@@ -175,5 +176,5 @@ def test_a_ctrl_c_of_the_run_alone_stops_its_busy_workers_and_leaves_no_process(
     finally:
         signal.signal(signal.SIGINT, previous)
     assert len(finished) == 2 and doomed not in finished
-    assert multiprocessing.active_children() == []
+    assert set(multiprocessing.active_children()) <= before  # no case worker, nor anything it started
     assert not (tmp_path / "stalled case finished").exists()  # stopped mid-case, not waited for
