@@ -228,9 +228,9 @@ def longest_first(cases: list[Case], todo: Iterable[int]) -> list[int]:
     sizes = {index: size(index) for index in todo}
     largest: dict[Path, int] = {}
     for index, bytes_ in sizes.items():
-        golden = cases[index].answer_path
+        golden = same_golden(cases[index])
         largest[golden] = max(largest.get(golden, 0), bytes_)
-    return sorted(sizes, key=lambda index: (-largest[cases[index].answer_path], str(cases[index].answer_path),
+    return sorted(sizes, key=lambda index: (-largest[same_golden(cases[index])], str(same_golden(cases[index])),
                                             -sizes[index], index))
 
 
