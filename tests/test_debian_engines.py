@@ -505,3 +505,50 @@ def test_max_and_min_over_whole_columns_in_array_formulas_are_cut_and_keep_their
     assert [values.cells[c] for c in refs] == [7, -2, 1, 1]
     if name == "libreoffice":  # computed through the cut, one row past the data (row 6)
         assert ("Sheet1", 1, 4, '=MAX(IF(F$1:F$7=A1,G$1:G$7,""))', "D1") in libreoffice_rewrites(path)
+
+
+def test_libreoffice_computes_sumproduct_over_whole_columns_through_the_cut(libreoffice, workbook):
+    # A2:A5 = k, m, k, k and B2:B5 = 1, 2, 3, 1; every other cell of A and B is blank. By hand,
+    # over all 1,048,576 rows (as in tests/test_ironcalc_rewrites.py): (A="k")*B is 1, 0, 3, 1 and 0
+    # elsewhere, sum 5; --(A="") is 1 on the 1,048,572 blank rows; (A="")*1 times B+1 is 1 on each
+    # of them; SUMPRODUCT(A:A,B:B) multiplies numbers only, none in A. Plain formulas: SUMPRODUCT
+    # computes its arrays element by element in any formula.
+    path = workbook({"A2": "k", "A3": "m", "A4": "k", "A5": "k", "B2": 1, "B3": 2, "B4": 3, "B5": 1,
+                     "D1": '=SUMPRODUCT((A:A="k")*(B:B))',
+                     "D2": '=SUMPRODUCT(--(A:A=""))',
+                     "D3": '=SUMPRODUCT((A:A="")*1,B:B+1)',
+                     "D4": "=SUMPRODUCT(A:A,B:B)"})
+    cells = [CellRef("Sheet1", row, 4) for row in range(1, 5)]
+    assert [libreoffice.evaluate(path, cells).cells[c] for c in cells] == [5, 1_048_572, 1_048_572, 0]
+    cut = {(row, formula) for _, row, _, formula, area in libreoffice_rewrites(path) if area is None}
+    assert (1, '=(SUMPRODUCT((A$1:A$5="k")*(B$1:B$5))+1048571*SUMPRODUCT(($XFD$1048576:$XFD$1048576="k")'
+               '*($XFD$1048576:$XFD$1048576)))') in cut
+    assert len(cut) == 4  # each of them was computed through its cut
+
+
+def test_array_formulas_are_imported_rewritten_and_plain_ones_set_after(workbook):
+    # LibreOffice computes array formulas while importing a file, so their rewrites go into the
+    # copy it imports; a plain formula's rewrite is set over UNO after the import
+    import hashlib
+    import openpyxl
+    from openpyxl.worksheet.formula import ArrayFormula
+
+    from regrade.engines.libreoffice_rewrites import imported_copy
+
+    path = workbook({"F1": "k", "G1": 5, "A1": "k",
+                     "D1": ArrayFormula("D1", '=MAX(IF(F:F=A1,G:G,""))'),
+                     "D2": "=SUMPRODUCT((F:F=A1)*(G:G))", "D3": "=A1"})
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    rewrites = libreoffice_rewrites(path)
+    assert {row for _, row, *_ in rewrites} == {1, 2}
+    with imported_copy(path, rewrites) as (imported, left):
+        assert imported != path and imported.exists()
+        assert [row for _, row, *_ in left] == [2]  # the plain SUMPRODUCT, set after the import
+        sheet = openpyxl.load_workbook(imported).active
+        assert sheet["D1"].value.text == '=MAX(IF(F$1:F$4=A1,G$1:G$4,""))'  # one row past the last used (D3)
+        assert sheet["D1"].value.ref == "D1"
+        assert sheet["D2"].value == "=SUMPRODUCT((F:F=A1)*(G:G))" and sheet["D3"].value == "=A1"
+    assert not imported.exists()  # the copy is removed with its folder
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before  # the input is never changed
+    with imported_copy(path, [r for r in rewrites if r[4] is None]) as (same, left):
+        assert same == path and len(left) == 1  # no array formula rewritten: the file itself

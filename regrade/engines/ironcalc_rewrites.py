@@ -45,7 +45,7 @@
   argument element by element; in a plain formula Excel before 365 takes the one element of
   the formula's own row (implicit intersection), which a cut range may no longer hold. Only
   MAX and MIN of one argument: MAXA and MINA count text and logical values. LibreOffice
-  computes the same cut (:func:`cut_extrema`, :mod:`regrade.engines.libreoffice_rewrites`).
+  computes the same cut (:func:`value_keeping_cuts`, :mod:`regrade.engines.libreoffice_rewrites`).
 - SUMPRODUCT of arrays computed by operators alone (``SUMPRODUCT((Data!I:I=A3)*(Data!Q:Q=L3))``)
   from tall one-column ranges of the same rows: IronCalc took 150 s for 22 of them
   (SpreadsheetBench task 51090). Every row past the last used one gives the same product, that
@@ -55,7 +55,8 @@
   (https://support.microsoft.com/office/sumproduct-function-16753e75-9f68-4874-94ac-4d2145a2fd2e).
   Functions inside are left alone: IF in a formula saved by Excel before 365 is not computed
   element by element unless it is an array formula; a range of several columns gives several
-  elements a row.
+  elements a row. LibreOffice computes the same cut (:func:`value_keeping_cuts`): it took
+  30 s for those 22 formulas.
 """
 
 from __future__ import annotations
@@ -118,16 +119,17 @@ def rewrite_range_arguments(formula: str, last_row: LastRow | None = None, array
     cut at the sheet's last used row where they reach far past it, and the other cuts of the
     module's text (those of MAX and MIN only where ``array``: the cell holds an array formula);
     other formulas unchanged."""
-    return _rewritten(formula, last_row, array, extrema_only=False)
+    return _rewritten(formula, last_row, array, cuts_only=False)
 
 
-def cut_extrema(formula: str, last_row: LastRow) -> str:
-    """The cut of MAX and MIN alone (see the module's text), for an array formula's text: what
+def value_keeping_cuts(formula: str, last_row: LastRow, array: bool) -> str:
+    """The cuts of whole columns that keep Excel's value in any engine (see the module's text):
+    SUMPRODUCT's, and MAX's and MIN's where ``array`` (the cell holds an array formula). What
     LibreOffice needs of this module, whose other rewrites work around IronCalc's defects."""
-    return _rewritten(formula, last_row, array=True, extrema_only=True)
+    return _rewritten(formula, last_row, array, cuts_only=True)
 
 
-def _rewritten(formula: str, last_row: LastRow | None, array: bool, extrema_only: bool) -> str:
+def _rewritten(formula: str, last_row: LastRow | None, array: bool, cuts_only: bool) -> str:
     if not _MENTIONS.search(formula):
         return formula
     tokens = formula_tokens(formula)
@@ -142,8 +144,9 @@ def _rewritten(formula: str, last_row: LastRow | None, array: bool, extrema_only
         elif token.subtype == Token.CLOSE and stack:
             frame = stack.pop()
             frame.bounds.append(index)
-            if extrema_only:
-                changed |= last_row is not None and frame.clip_extremum(last_row)
+            if cuts_only:
+                changed |= last_row is not None and (frame.clip_sumproduct(last_row)
+                                                     or (array and frame.clip_extremum(last_row)))
                 continue
             changed |= frame.widen()
             if last_row is not None:
@@ -151,7 +154,7 @@ def _rewritten(formula: str, last_row: LastRow | None, array: bool, extrema_only
                             or (array and frame.clip_extremum(last_row)))
         elif token.type == Token.SEP and token.subtype == Token.ARG and stack and stack[-1].name is not None:
             stack[-1].bounds.append(index)
-            changed |= not extrema_only and stack[-1].widen()
+            changed |= not cuts_only and stack[-1].widen()
     return "=" + "".join(t.value for t in tokens) if changed else formula
 
 

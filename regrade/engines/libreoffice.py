@@ -50,7 +50,7 @@ from regrade.engines.departures import (
 )
 from regrade.engines.isolation import die_with_parent
 from regrade.engines.libreoffice_files import kill_office_processes, office_environment, remove_office_files
-from regrade.engines.libreoffice_rewrites import libreoffice_rewrites
+from regrade.engines.libreoffice_rewrites import imported_copy, libreoffice_rewrites
 from regrade.engines.pipeline import ComputingEngine
 from regrade.engines.readings import unknown_functions
 from regrade.engines.rules import abstention
@@ -130,16 +130,17 @@ class LibreOfficeEngine(ComputingEngine):
             helper = self._ensure_helper()
         except RuntimeError as exc:
             return WorkbookValues(failure=WorkbookFailure("crashed", str(exc)))
-        rewrites = [list(rewrite) for rewrite in libreoffice_rewrites(path)]
-        request = {"path": str(path.resolve()), "cells": [[c.sheet, c.row, c.column] for c in cells], "formulas": rewrites}
-        try:
-            assert helper.stdin is not None
-            helper.stdin.write(json.dumps(request) + "\n")
-            helper.stdin.flush()
-            reply = self._read_line(helper, wall_backstop_s(self.timeout_s))  # its worker counts the CPU limit
-        except (BrokenPipeError, OSError) as exc:
-            self.close()
-            return WorkbookValues(failure=WorkbookFailure("crashed", f"LibreOffice helper died: {exc}"))
+        with imported_copy(path, libreoffice_rewrites(path)) as (imported, rewrites):
+            request = {"path": str(imported.resolve()), "cells": [[c.sheet, c.row, c.column] for c in cells],
+                       "formulas": [list(rewrite) for rewrite in rewrites]}
+            try:
+                assert helper.stdin is not None
+                helper.stdin.write(json.dumps(request) + "\n")
+                helper.stdin.flush()
+                reply = self._read_line(helper, wall_backstop_s(self.timeout_s))  # its worker counts the CPU limit
+            except (BrokenPipeError, OSError) as exc:
+                self.close()
+                return WorkbookValues(failure=WorkbookFailure("crashed", f"LibreOffice helper died: {exc}"))
         if reply is None:
             died = helper.poll() is not None
             self.close()

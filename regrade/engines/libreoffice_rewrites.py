@@ -14,28 +14,39 @@ the DAY of a count of days (SpreadsheetBench 30468). ``DAY``, ``MONTH`` and ``YE
 therefore read x + 1 for 1 <= x < 60, and give Excel's 0, 1 and 1900 for 0 <= x < 1;
 serial 60, Excel's 29 February 1900 and LibreOffice's 28 February, has DAY 29.
 
-MAX or MIN of an expression computed element by element over whole columns, in an array
-formula (``{=MAX(IF(F:F=A2,G:G,""))}``), is cut one row past the sheets' last used row, as for
-IronCalc (:func:`regrade.engines.ironcalc_rewrites.cut_extrema`, where the argument that the
-value does not change is made). This saves LibreOffice's calculation, not its import: it
-computes a file's array formulas while importing it, before any rewrite reaches it. On
-SpreadsheetBench task 17049's first input (405 such formulas) the import takes 77 s and the
-calculation after it 75 s uncut, 0.15 s cut.
+Whole columns are cut at the sheets' last used row where Excel's value cannot change, as for
+IronCalc (:func:`regrade.engines.ironcalc_rewrites.value_keeping_cuts`, where the argument
+that the value does not change is made): SUMPRODUCT of arrays computed by operators from
+tall ranges (``SUMPRODUCT((Errors!I:I=A3)*(Errors!Q:Q=L3),Errors!M:M)``, in any formula),
+and MAX or MIN of an expression computed element by element, in an array formula
+(``{=MAX(IF(F:F=A2,G:G,""))}``). 
+LibreOffice computes a file's array formulas while importing it, before a rewrite set over
+UNO reaches them (SpreadsheetBench task 17049's first input, 405 such MAX formulas: the
+import took 77 s, the calculation after it 75 s uncut and 0.15 s cut). So the rewrites of
+array formulas are written into a copy of the file that LibreOffice imports instead
+(:func:`imported_copy`): the cell's formula text replaced, every other byte of the package
+kept. A rewrite that cannot be written there (a cell not found as Excel writes one) is set
+over UNO, as every rewrite of a plain formula is.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import tempfile
+import zipfile
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import openpyxl
 from openpyxl.formula.tokenizer import Token
 from openpyxl.worksheet.formula import ArrayFormula
 
-from regrade.engines.ironcalc_rewrites import cut_extrema, last_row_readers
+from regrade.engines.ironcalc_rewrites import last_row_readers, value_keeping_cuts
 from regrade.values import CellRef
-from regrade.workbook.sheets import formula_cells_of, formula_texts, load_formula_book, mentions
+from regrade.workbook import cell_xml
+from regrade.workbook.rewrite import READ_ERRORS
+from regrade.workbook.sheets import MAX_SHEET_BYTES, formula_cells_of, formula_texts, load_formula_book, mentions, sheet_parts
 from regrade.workbook.structured import structured_rewrites
 from regrade.workbook.formula import bare_name, tokens as formula_tokens
 
@@ -47,11 +58,11 @@ def libreoffice_rewrites(path: Path) -> list[Rewrite]:
     """What LibreOffice computes instead of the file's formulas: structured references as
     ranges (:mod:`regrade.workbook.structured`; in plain formulas, as LibreOffice reads them in array
     formulas itself, unless the array formula is rewritten anyway), MOD with Excel's
-    precision and DAY, MONTH and YEAR with Excel's calendar, MAX and MIN over whole columns in
-    array formulas cut. The sheets are searched once for the calls, and the formula book read
+    precision and DAY, MONTH and YEAR with Excel's calendar, whole columns cut where the value
+    cannot change. The sheets are searched once for the calls, and the formula book read
     at most once, only when one is found."""
     book = functools.cache(lambda: _formula_book(path))
-    mentioned = {name.decode() for name in mentions(path, tuple(name.encode() for name in (*_REWRITTEN, *_EXTREMA)))}
+    mentioned = {name.decode() for name in mentions(path, tuple(name.encode() for name in (*_REWRITTEN, *_CUT)))}
     rewrites: dict[CellRef, tuple[str, str | None]] = {
         cell: (formula, None) for cell, formula in structured_rewrites(path, loaded=book).items()}
     resolved: dict[CellRef, str] | None = None  # with array formulas: read only if needed
@@ -65,9 +76,48 @@ def libreoffice_rewrites(path: Path) -> list[Rewrite]:
             if key in resolved:
                 formula = with_excel_semantics(resolved[key])
         rewrites[key] = (formula, area)  # an array formula's range, or None
-    if mentioned & set(_EXTREMA):
-        _cut_extrema(path, book, rewrites)
+    if mentioned & set(_CUT):
+        _cut_whole_columns(path, book, rewrites)
     return [(sheet, row, column, formula, area) for (sheet, row, column), (formula, area) in rewrites.items()]
+
+
+@contextlib.contextmanager
+def imported_copy(path: Path, rewrites: list[Rewrite]) -> Iterator[tuple[Path, list[Rewrite]]]:
+    """The file LibreOffice is to import, and the rewrites left to set over UNO: a copy, in a
+    temporary folder while the block runs, with the rewrites of array formulas written into
+    their cells (the module's text); ``path`` and every rewrite when there are none or none can
+    be written."""
+    arrays = [rewrite for rewrite in rewrites if rewrite[4] is not None]
+    if not arrays:
+        yield path, rewrites
+        return
+    try:
+        with zipfile.ZipFile(path) as archive:
+            parts = dict(sheet_parts(archive))
+            wanted = {parts[sheet] for sheet, *_ in arrays if sheet in parts}
+            if any(archive.getinfo(part).file_size > MAX_SHEET_BYTES for part in wanted):
+                raise ValueError("a sheet part too large to edit")
+            sheets = {part: archive.read(part).decode("utf-8") for part in wanted}
+    except MemoryError:
+        raise  # a limit, not a broken file: the isolating worker reports it
+    except READ_ERRORS:  # a ValueError above among them
+        yield path, rewrites
+        return
+    index = {part: cell_xml.cells(xml) for part, xml in sheets.items()}
+    elements: dict[CellRef, str] = {}
+    for sheet, row, column, formula, _ in arrays:
+        ref = CellRef(sheet, row, column)
+        cell = index[parts[sheet]].get(ref.coordinate) if sheet in parts else None
+        if cell is not None and cell_xml.formula_text(cell) is not None and not cell_xml.is_shared(cell):
+            elements[ref] = cell_xml.respelled(cell, formula.removeprefix("="))
+    if not elements:
+        yield path, rewrites
+        return
+    left = [rewrite for rewrite in rewrites if CellRef(*rewrite[:3]) not in elements]
+    with tempfile.TemporaryDirectory(prefix="regrade-libreoffice-") as folder:
+        copy = Path(folder) / path.name
+        cell_xml.write_edited(path, copy, cell_xml.edited_parts(sheets, parts, elements))
+        yield copy, left
 
 
 def _formula_book(path: Path) -> openpyxl.Workbook | None:
@@ -79,23 +129,25 @@ def _formula_book(path: Path) -> openpyxl.Workbook | None:
         return None
 
 
-def _cut_extrema(path: Path, book: Callable[[], openpyxl.Workbook | None],
-                 rewrites: dict[CellRef, tuple[str, str | None]]) -> None:
-    """Cut the whole columns of MAX and MIN in array formulas (the module's text), in
-    ``rewrites`` where a cell is rewritten already. The formula book is read only when some
-    formula's MAX or MIN would be cut were the sheets one row long."""
-    if not any(cut_extrema(f"={text}", lambda sheet: 1) != f"={text}" for text in formula_texts(path, _EXTREMA)):
+def _cut_whole_columns(path: Path, book: Callable[[], openpyxl.Workbook | None],
+                       rewrites: dict[CellRef, tuple[str, str | None]]) -> None:
+    """Cut the whole columns of the module's text, in ``rewrites`` where a cell is rewritten
+    already. The formula book is read only when some formula would be cut were the sheets
+    one row long."""
+    if not any(value_keeping_cuts(f"={text}", lambda sheet: 1, array=True) != f"={text}"
+               for text in formula_texts(path, _CUT)):
         return
     if (loaded := book()) is None:
         return
     readers = last_row_readers({ws.title.lower(): ws.max_row for ws in loaded.worksheets})
     for cell in formula_cells_of(loaded):
-        if not isinstance(cell.cell.value, ArrayFormula) or (last_row := readers(cell.sheet)) is None:
+        if (last_row := readers(cell.sheet)) is None:
             continue
+        array = str(cell.cell.value.ref) if isinstance(cell.cell.value, ArrayFormula) else None
         key = CellRef(cell.sheet, cell.row, cell.column)
-        formula, area = rewrites.get(key, (cell.text, str(cell.cell.value.ref)))
-        if (cut := cut_extrema(formula, last_row)) != formula:
-            rewrites[key] = (cut, area or str(cell.cell.value.ref))
+        formula, area = rewrites.get(key, (cell.text, array))
+        if (cut := value_keeping_cuts(formula, last_row, array is not None)) != formula:
+            rewrites[key] = (cut, area or array)
 
 
 def semantic_rewrites(book: openpyxl.Workbook | None) -> list[Rewrite]:
@@ -117,7 +169,7 @@ def semantic_rewrites(book: openpyxl.Workbook | None) -> list[Rewrite]:
 
 _DATE_PARTS = {"DAY(": "-({0}>=0)*({0}<1)*30+({0}>=60)*({0}<61)", "MONTH(": "-({0}>=0)*({0}<1)*11", "YEAR(": "+({0}>=0)*({0}<1)"}
 _REWRITTEN = ("MOD(", *_DATE_PARTS)
-_EXTREMA = ("MAX(", "MIN(")
+_CUT = ("MAX(", "MIN(", "SUMPRODUCT(")
 
 
 def _excel_call(opening: str, args: list[str]) -> str | None:
