@@ -40,7 +40,11 @@ from regrade.workbook.formula import boundaries, referenced_cells
 from regrade.workbook.rewrite import READ_ERRORS, write_copy
 from regrade.workbook.sheets import MAX_SHEET_BYTES, resolve_sheet, sheet_parts
 
-CONE_WORK = 20_000_000  # cells the formulas reference (whole columns counted whole) worth narrowing
+# cells the formulas reference (whole columns counted whole) worth narrowing: the copy costs the
+# formula graph and a rewritten package. 20 million until 2026-12-04; at 1 million the 37 tasks of
+# the shared split between the two (218 cases) took 403 s instead of 468 s, the same verdicts
+# (docs/benchmarks.md)
+CONE_WORK = 1_000_000
 _CELL = re.compile(rb"<c\b((?:[^>/]|/(?!>))*)>(.*?)</c>", re.DOTALL)
 _REFERENCE = re.compile(rb'\br="\$?([A-Z]{1,3})\$?(\d+)"')
 _VALUE_ATTRIBUTES = re.compile(rb'\s+(?:t|cm|vm)="[^"]*"')  # the value's type, array and value metadata
