@@ -135,22 +135,6 @@ def test_sumproduct_of_operators_over_whole_columns_is_cut_and_the_blank_rows_co
         assert rewrite(formula, last) == formula
 
 
-def test_cut_sumproduct_gives_the_values_of_the_whole_columns(workbook):
-    # A2:A5 = k, m, k, k and B2:B5 = 1, 2, 3, 1; every other cell of A and B is blank. By hand,
-    # over all 1,048,576 rows: the products (A="k")*B are 1, 0, 3, 1 and 0 elsewhere, sum 5; A=""
-    # holds for the 1,048,572 blank cells, and SUMPRODUCT counts TRUE as 0 unless -- makes it 1;
-    # A*B is #VALUE! on text, which SUMPRODUCT(A:A,B:B) skips: only numbers multiply, none here.
-    path = workbook({"A2": "k", "A3": "m", "A4": "k", "A5": "k", "B2": 1, "B3": 2, "B4": 3, "B5": 1,
-                     "D1": '=SUMPRODUCT((A:A="k")*(B:B))',
-                     "D2": '=SUMPRODUCT(--(A:A=""))',
-                     "D3": '=SUMPRODUCT((A:A="")*1,B:B+1)',
-                     "D4": "=SUMPRODUCT(A:A,B:B)"})
-    cells = [CellRef("Sheet1", row, 4) for row in range(1, 5)]
-    values = IronCalcEngine().evaluate(path, cells)
-    # D3: (A="")*1 is 1 on the blank rows, B+1 is 1 there (blank + 1): 1,048,572 * 1 * 1
-    assert [values.cells[c] for c in cells] == [5, 1_048_572, 1_048_572, 0]
-
-
 def test_max_and_min_of_an_elementwise_expression_over_whole_columns_are_cut_in_array_formulas_only():
     last = {None: 1998, "Data": 50}.get
     assert rewrite('=MAX(IF(F:F=A2,G:G,""))', last, array=True) == '=MAX(IF(F$1:F$1999=A2,G$1:G$1999,""))'

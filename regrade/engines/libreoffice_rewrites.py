@@ -19,7 +19,8 @@ IronCalc (:func:`regrade.engines.ironcalc_rewrites.value_keeping_cuts`, where th
 that the value does not change is made): SUMPRODUCT of arrays computed by operators from
 tall ranges (``SUMPRODUCT((Errors!I:I=A3)*(Errors!Q:Q=L3),Errors!M:M)``, in any formula),
 and MAX or MIN of an expression computed element by element, in an array formula
-(``{=MAX(IF(F:F=A2,G:G,""))}``). 
+(``{=MAX(IF(F:F=A2,G:G,""))}``).
+
 LibreOffice computes a file's array formulas while importing it, before a rewrite set over
 UNO reaches them (SpreadsheetBench task 17049's first input, 405 such MAX formulas: the
 import took 77 s, the calculation after it 75 s uncut and 0.15 s cut). So the rewrites of
@@ -46,7 +47,9 @@ from regrade.engines.ironcalc_rewrites import last_row_readers, value_keeping_cu
 from regrade.values import CellRef
 from regrade.workbook import cell_xml
 from regrade.workbook.rewrite import READ_ERRORS
-from regrade.workbook.sheets import MAX_SHEET_BYTES, formula_cells_of, formula_texts, load_formula_book, mentions, sheet_parts
+from regrade.workbook.sheets import (
+    MAX_SHEET_BYTES, formula_cells_of, formula_texts, load_formula_book, mentions, sheet_parts,
+)
 from regrade.workbook.structured import structured_rewrites
 from regrade.workbook.formula import bare_name, tokens as formula_tokens
 
