@@ -218,6 +218,33 @@ def test_the_benchmark_audit_command_exit_status_and_formats(small_benchmark):
     assert rows.stdout.splitlines()[0] == "grader,id,severity,task_id,case,message"
 
 
+def die_on_doomed_task(folder, record):
+    """Stands in for a task's audit in a case worker: the worker process itself dies on one task."""
+    import os
+
+    from regrade.audit import benchmark
+
+    if str(record["id"]) == os.environ["REGRADE_TEST_DOOMED"]:
+        os._exit(1)
+    return benchmark.audit_task(folder, record, benchmark._AUDITORS["grader"], benchmark._AUDITORS["recalc"])
+
+
+def test_a_task_whose_audit_kills_its_worker_is_reported_and_the_others_go_on(small_benchmark, monkeypatch):
+    from regrade.audit import benchmark
+
+    alone = audit_benchmark(small_benchmark, workers=1)
+    monkeypatch.setenv("REGRADE_TEST_DOOMED", "uncached")
+    monkeypatch.setattr(benchmark, "_audit_record", die_on_doomed_task)
+    told: list[str] = []
+    report = audit_benchmark(small_benchmark, workers=2, on_task=lambda task: told.append(task.task_id))
+    assert told == [t.task_id for t in alone.tasks]  # every task, in dataset order
+    crashed = [(f.task_id, f.severity) for f in report.findings() if f.id == "task-audit-crashed"]
+    assert crashed == [("uncached", "error")]
+    others = [t for t in report.tasks if t.task_id != "uncached"]
+    assert [(t.task_id, t.findings) for t in others] == [(t.task_id, t.findings) for t in alone.tasks
+                                                         if t.task_id != "uncached"]
+
+
 @pytest.mark.skipif(not (SHARED / "official_grades.json").is_file(), reason=SHARED_ABSENT)
 def test_self_match_and_do_nothing_agree_with_the_official_decisions(tmp_path):
     """On tasks of the shared split chosen for their official outcomes (goldens that fail,

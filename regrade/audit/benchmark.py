@@ -28,20 +28,27 @@ recalc-unsupported             warning   with ``--recalc``: answer cells whose r
                                          value is not Excel's cached one (``#NAME?`` for a
                                          function it lacks, or another value), named with
                                          the functions their formulas call
+task-audit-crashed             error     the task's audit ended its worker process twice
+                                         (out of memory, a crash in a reader): its files
+                                         were not checked
 unusual-case-count             info      a task with a number of test cases unlike the rest
 =============================  ========  ==================================================
+
+With ``workers`` above one, tasks are audited in case workers (:mod:`regrade.case_workers`):
+a worker that dies costs the task it held, which is tried again alone and reported
+``task-audit-crashed`` if it ends that worker too; the other tasks go on.
 """
 
 from __future__ import annotations
 
-import multiprocessing
+import functools
 import os
 from collections import Counter
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from regrade.case_workers import WorkerJob, grade_in_workers
 from regrade.values import CannotEvaluate
 from regrade.engines.registry import open_engine
 from regrade.workbook.screening import screen
@@ -112,12 +119,6 @@ class BenchmarkAudit:
         return SEVERITIES[max(levels)] if levels else None
 
 
-def _told(task: TaskAudit, on_task: Callable[[TaskAudit], None] | None) -> TaskAudit:
-    if on_task is not None:
-        on_task(task)
-    return task
-
-
 def audit_benchmark(folder: Path, grader: str = "spreadsheetbench-official", recalc: str | None = None,
                     workers: int | None = None, limit: int | None = None,
                     on_task: Callable[[TaskAudit], None] | None = None) -> BenchmarkAudit:
@@ -130,13 +131,8 @@ def audit_benchmark(folder: Path, grader: str = "spreadsheetbench-official", rec
     for number, record in enumerate(records, start=1):  # an answer_position problem is a finding; no id is not a task
         if not isinstance(record, dict) or record.get("id") in (None, ""):
             task_fields(folder / "dataset.json", number, record)  # raises, naming the record
-    jobs = [(folder, record, grader, recalc) for record in records]
     workers = workers or os.cpu_count() or 1
-    if workers > 1 and len(jobs) > 1:  # not multiprocessing.Pool: its daemon workers may not start engine workers
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-            tasks = [_told(task, on_task) for task in pool.map(_audit_task_job, jobs, chunksize=4)]
-    else:
-        tasks = [_told(_audit_task_job(job), on_task) for job in jobs]
+    tasks = _audited(folder, records, grader, recalc, workers, on_task)
     counts = Counter(t.cases for t in tasks if t.cases)
     usual = counts.most_common(1)[0][0] if counts else 0
     for task in tasks:
@@ -146,15 +142,68 @@ def audit_benchmark(folder: Path, grader: str = "spreadsheetbench-official", rec
     return BenchmarkAudit(folder.name, identity.name, identity.settings(), recalc, regrade_version(), tasks)
 
 
-_GRADERS: dict[str, Any] = {}
-_RECALCS: dict[str, Any] = {}
+def _audited(folder: Path, records: list[dict], grader: str, recalc: str | None, workers: int,
+             on_task: Callable[[TaskAudit], None] | None) -> list[TaskAudit]:
+    """Each record's audit, in dataset order; ``on_task`` called in that order as they come back."""
+    start, stop = functools.partial(_open_auditors, grader, recalc), _close_auditors
+    if workers <= 1 or len(records) <= 1:
+        start()
+        try:
+            tasks = []
+            for record in records:
+                tasks.append(_audit_record(folder, record))
+                if on_task is not None:
+                    on_task(tasks[-1])
+        finally:
+            stop()
+        return tasks
+    found: dict[int, TaskAudit] = {}
+    told = 0
+
+    def finish(index: int, answer: dict) -> None:
+        nonlocal told
+        found[index] = answer["task"]
+        while told in found:  # in dataset order
+            if on_task is not None:
+                on_task(found[told])
+            told += 1
+
+    job = WorkerJob(start, functools.partial(_audit_answer, folder), stop)
+    for index in grade_in_workers(records, range(len(records)), workers, job, finish):
+        finish(index, {"task": _crashed(records[index])})
+    return [found[index] for index in range(len(records))]
 
 
-def _audit_task_job(job: tuple[Path, dict, str, str | None]) -> TaskAudit:
-    folder, record, grader_name, recalc = job
-    grader = _GRADERS.setdefault(grader_name, make_grader(grader_name))  # one per worker process
-    engine = _RECALCS.setdefault(recalc, open_engine(recalc, as_grader=True)) if recalc else None
-    return audit_task(folder, record, grader, engine)
+_AUDITORS: dict[str, Any] = {}
+
+
+def _open_auditors(grader: str, recalc: str | None) -> None:
+    """The grader and the recalculating engine of this process (a case worker's, once)."""
+    _AUDITORS.clear()  # a forked worker's copies of the parent's are the parent's to close
+    _AUDITORS["grader"] = make_grader(grader)
+    _AUDITORS["recalc"] = open_engine(recalc, as_grader=True) if recalc else None
+
+
+def _close_auditors() -> None:
+    if _AUDITORS.get("recalc") is not None:
+        _AUDITORS["recalc"].close()
+    _AUDITORS.clear()
+
+
+def _audit_record(folder: Path, record: dict) -> TaskAudit:
+    return audit_task(folder, record, _AUDITORS["grader"], _AUDITORS["recalc"])
+
+
+def _audit_answer(folder: Path, record: dict) -> dict:
+    return {"task": _audit_record(folder, record)}
+
+
+def _crashed(record: dict) -> TaskAudit:
+    task_id = str(record["id"])
+    return TaskAudit(task_id, 0, findings=[Finding(
+        "task-audit-crashed", "error", task_id, None,
+        "the audit of this task ended its worker process twice (out of memory, or a crash in a "
+        "reader): its files were not checked")])
 
 
 def audit_task(folder: Path, record: dict, grader: Any, recalc_engine: Any = None) -> TaskAudit:
