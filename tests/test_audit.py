@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from regrade.audit.benchmark import audit_benchmark
-from regrade.audit.grader import audit_grader, audit_table
+from regrade.audit.grader import audit_grader, audit_table, grade_controls
 from regrade.cli import main
 from regrade.audit.controls import PACK, PackError, load_pack
 from regrade.grading.graders import make_grader
@@ -121,6 +121,33 @@ def test_command_and_callable_graders(pack, tmp_path):
     printed = make_grader(None, command=f"{sys.executable} -c 'print(\"score 0.75\")' {{output}} {{answer}} {{position}}",
                           threshold=0.7)
     assert printed.passes(PACK / "off-by-one.output.xlsx", PACK / "off-by-one.answer.xlsx", "B1") is True
+
+
+def test_a_value_grader_worker_killed_mid_audit_costs_no_control(pack):
+    # the official grader over the pack in two case workers; after the third control is told, a
+    # worker is killed (SIGKILL) while it holds a control: that control is graded again alone, so
+    # every verdict equals the one-process audit's and none is an error
+    import multiprocessing
+    import os
+    import signal
+
+    grader = make_grader("spreadsheetbench-official")
+    alone = grade_controls(grader, pack.controls, workers=1)
+    told: list[str] = []
+    killed: list[int] = []
+
+    def kill_one(control) -> None:
+        told.append(control.id)
+        if len(told) == 3:
+            for child in multiprocessing.active_children():
+                if child.name == "regrade-case-worker" and child.pid is not None:
+                    os.kill(child.pid, signal.SIGKILL)
+                    killed.append(child.pid)
+                    break
+
+    verdicts = grade_controls(make_grader("spreadsheetbench-official"), pack.controls, workers=2, on_control=kill_one)
+    assert killed and verdicts == alone
+    assert sorted(told) == sorted(c.id for c in pack.controls)  # each told once
 
 
 def test_reports_made_with_different_packs_say_so(pack):

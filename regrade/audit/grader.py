@@ -9,22 +9,25 @@ from a benchmark (:mod:`regrade.audit.generated`) the test cases and controls th
 not be checked (``not_checked``); :func:`audit_table` puts several reports side by side and
 says so when they were made with different packs or regrade versions.
 
-Built-in value graders run over the controls in a pool of ``workers`` processes (a command
-or a callable in this one); regrade's own grader runs as a rescore (its pool, results cache
-and per-case limits), so auditing it on a pack it generated costs nothing more.
+Built-in value graders run over the controls in ``workers`` case workers, fresh interpreters
+(:mod:`regrade.case_workers`: a worker that dies costs the control it held, which is tried
+again alone and, if it ends that worker too, counted as one the grader could not judge); a
+command or a callable runs in this process. regrade's own grader runs as a rescore (its pool,
+results cache and per-case limits), so auditing it on a pack it generated costs nothing more.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import multiprocessing
 from collections import defaultdict
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Callable
 
 from regrade.audit.controls import Control, ControlPack
 from regrade.audit.generated import not_checked_of
+from regrade.case_workers import WorkerJob, grade_in_workers
 from regrade.grading.graders import Grader, GraderFailure, RegradeGrader, ValueGrader
 from regrade.paired.stats import wilson
 from regrade.provenance import regrade_version
@@ -134,13 +137,26 @@ def grade_controls(grader: Grader, controls: list[Control], workers: int = 1,
             verdicts.append(_verdict(grader, control))
             told(control)
         return verdicts
+    found: dict[int, bool | str] = {}
+
+    def finish(index: int, answer: dict) -> None:
+        found[index] = answer["verdict"]
+        told(controls[index])
+
+    job = WorkerJob(_nothing, functools.partial(_verdict_answer, grader), _nothing)
     context = multiprocessing.get_context("spawn")  # a fresh interpreter: no engine or lock inherited
-    with ProcessPoolExecutor(workers, mp_context=context) as pool:
-        verdicts = []
-        for control, verdict in zip(controls, pool.map(_verdict, [grader] * len(controls), controls, chunksize=8)):
-            verdicts.append(verdict)
-            told(control)
-        return verdicts
+    for index in grade_in_workers(controls, range(len(controls)), workers, job, finish, context=context):
+        finish(index, {"verdict": "the grader's worker process died on this control twice (out of memory, "
+                                  "or a crash in a reader)"})
+    return [found[index] for index in range(len(controls))]
+
+
+def _nothing() -> None:
+    """A value grader's case worker opens nothing ahead: the grader opens its engine itself."""
+
+
+def _verdict_answer(grader: Grader, control: Control) -> dict:
+    return {"verdict": _verdict(grader, control)}
 
 
 def _verdict(grader: Grader, control: Control) -> bool | str:
