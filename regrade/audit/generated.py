@@ -63,7 +63,6 @@ from regrade.runs.cases import Case, RunError, golden_files, input_file, load_da
 from regrade.values import CellRef, ExcelError
 from regrade.workbook import cell_xml
 from regrade.workbook.formula import MAX_COLUMNS, MAX_ROWS, boundaries
-from regrade.workbook.sheets import sheet_parts
 
 if TYPE_CHECKING:
     from regrade.runner import RescoreSettings, ResultCache
@@ -176,11 +175,9 @@ def write_candidates(case: TestCase, policy_name: str, folder: Path) -> tuple[li
         return [], [NotChecked(case.task_id, case.case, "the answer position grades no cell")]
     answer = folder / f"{base}.answer.xlsx"
     answer.write_bytes(case.answer.read_bytes())
-    with zipfile.ZipFile(case.answer) as archive:
-        parts = dict(sheet_parts(archive))
-        if any(t.sheet not in parts for t in targets):
-            return [], [NotChecked(case.task_id, case.case, "an answer cell's sheet has no part in the file")]
-        sheets = {part: archive.read(part).decode("utf-8") for part in {parts[t.sheet] for t in targets}}
+    sheets = cell_xml.read_sheets(case.answer, {t.sheet for t in targets})
+    if any(t.sheet not in sheets.parts for t in targets):
+        return [], [NotChecked(case.task_id, case.case, "an answer cell's sheet has no part in the file")]
     made: list[Candidate] = []
     skipped: list[NotChecked] = []
 
@@ -191,7 +188,7 @@ def write_candidates(case: TestCase, policy_name: str, folder: Path) -> tuple[li
             output.write_bytes(source.read_bytes())
         else:
             assert elements is not None
-            cell_xml.write_edited(case.answer, output, cell_xml.edited_parts(sheets, parts, elements))
+            sheets.write_edited(case.answer, output, elements)
             has_formulas = any(t not in elements or cell_xml.holds_formula(elements[t]) for t in formulas)
         made.append(Candidate(f"{base}.{category}", case.task_id, case.case, category, output, answer,
                               case.position, case.answer_sheet, bool(has_formulas)))
@@ -199,8 +196,7 @@ def write_candidates(case: TestCase, policy_name: str, folder: Path) -> tuple[li
     def skip(category: str, reason: str) -> None:
         skipped.append(NotChecked(case.task_id, case.case, reason, category))
 
-    index = {part: cell_xml.cells(xml) for part, xml in sheets.items()}
-    present = {t: c for t in targets if (c := index[parts[t.sheet]].get(t.coordinate)) is not None}
+    present = {t: c for t in targets if (c := sheets.cell(t)) is not None}
     formulas = [t for t, c in present.items() if cell_xml.has_formula(c)]
     cached = [t for t in formulas if golden.value(t) is not None]
     if formulas and not cached:
@@ -254,14 +250,10 @@ def _holds_formulas(workbook: Path, targets: list[CellRef]) -> bool:
     """Whether any of ``targets`` holds a formula in ``workbook`` (a file that cannot be read: True,
     so that only an engine would judge it)."""
     try:
-        with zipfile.ZipFile(workbook) as archive:
-            parts = dict(sheet_parts(archive))
-            index = {part: cell_xml.cells(archive.read(part).decode("utf-8"))
-                     for part in {parts[t.sheet] for t in targets if t.sheet in parts}}
+        sheets = cell_xml.read_sheets(workbook, {t.sheet for t in targets})
     except (OSError, zipfile.BadZipFile, KeyError, UnicodeDecodeError):
         return True
-    return any(t.sheet in parts and (c := index[parts[t.sheet]].get(t.coordinate)) is not None
-               and cell_xml.has_formula(c) for t in targets)
+    return any((c := sheets.cell(t)) is not None and cell_xml.has_formula(c) for t in targets)
 
 
 def _left_out(candidate: Candidate, record: dict) -> str | None:

@@ -21,7 +21,6 @@ recovery).
 from __future__ import annotations
 
 import datetime as dt
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,7 +28,6 @@ from regrade.grading.grade import GoldenError, load_golden
 from regrade.grading.policies import Policy, TargetError
 from regrade.values import CellRef, ExcelError
 from regrade.workbook import cell_xml
-from regrade.workbook.sheets import sheet_parts
 
 LABELS = {"excel": True, "uncached": True, "changed-stale": False, "changed-uncached": False}  # label: correct?
 
@@ -60,13 +58,8 @@ def make_labelled(answer: Path, position: str, answer_sheet: str | None, policy:
         raise NotLabellable("no graded cell holds a formula")
     if all(golden.value(t) is None for t in formulas):
         raise NotLabellable("its graded formulas hold no cached values: Excel did not save it")
-    with zipfile.ZipFile(answer) as archive:
-        parts = dict(sheet_parts(archive))
-        sheets = {part: archive.read(part).decode("utf-8") for part in {parts[t.sheet] for t in formulas if t.sheet in parts}}
-    index = {part: cell_xml.cells(xml) for part, xml in sheets.items()}
-
-    def cell(ref: CellRef) -> cell_xml.Cell | None:
-        return index[parts[ref.sheet]].get(ref.coordinate)
+    sheets = cell_xml.read_sheets(answer, {t.sheet for t in formulas})
+    cell = sheets.cell
 
     changed = next((t for t in formulas if _changeable(cell(t), golden.value(t))), None)
     outputs = {}
@@ -81,7 +74,7 @@ def make_labelled(answer: Path, position: str, answer_sheet: str | None, policy:
                                                       keep_cache=label == "changed-stale")
         target = folder / label / name
         target.parent.mkdir(parents=True, exist_ok=True)
-        cell_xml.write_edited(answer, target, cell_xml.edited_parts(sheets, parts, elements))
+        sheets.write_edited(answer, target, elements)
         outputs[label] = target
     return Labelled(outputs, changed)
 

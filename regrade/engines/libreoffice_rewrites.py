@@ -35,7 +35,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import tempfile
-import zipfile
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -48,7 +47,7 @@ from regrade.values import CellRef
 from regrade.workbook import cell_xml
 from regrade.workbook.rewrite import READ_ERRORS
 from regrade.workbook.sheets import (
-    MAX_SHEET_BYTES, formula_cells_of, formula_texts, load_formula_book, mentions, sheet_parts,
+    MAX_SHEET_BYTES, formula_cells_of, formula_texts, load_formula_book, mentions,
 )
 from regrade.workbook.structured import structured_rewrites
 from regrade.workbook.formula import bare_name, tokens as formula_tokens
@@ -95,22 +94,16 @@ def imported_copy(path: Path, rewrites: list[Rewrite]) -> Iterator[tuple[Path, l
         yield path, rewrites
         return
     try:
-        with zipfile.ZipFile(path) as archive:
-            parts = dict(sheet_parts(archive))
-            wanted = {parts[sheet] for sheet, *_ in arrays if sheet in parts}
-            if any(archive.getinfo(part).file_size > MAX_SHEET_BYTES for part in wanted):
-                raise ValueError("a sheet part too large to edit")
-            sheets = {part: archive.read(part).decode("utf-8") for part in wanted}
+        sheets = cell_xml.read_sheets(path, {sheet for sheet, *_ in arrays}, MAX_SHEET_BYTES)
     except MemoryError:
         raise  # a limit, not a broken file: the isolating worker reports it
-    except READ_ERRORS:  # a ValueError above among them
+    except READ_ERRORS:  # a part over the size limit (ValueError) among them
         yield path, rewrites
         return
-    index = {part: cell_xml.cells(xml) for part, xml in sheets.items()}
     elements: dict[CellRef, str] = {}
     for sheet, row, column, formula, _ in arrays:
         ref = CellRef(sheet, row, column)
-        cell = index[parts[sheet]].get(ref.coordinate) if sheet in parts else None
+        cell = sheets.cell(ref)
         if cell is not None and cell_xml.formula_text(cell) is not None and not cell_xml.is_shared(cell):
             elements[ref] = cell_xml.respelled(cell, formula.removeprefix("="))
     if not elements:
@@ -119,7 +112,7 @@ def imported_copy(path: Path, rewrites: list[Rewrite]) -> Iterator[tuple[Path, l
     left = [rewrite for rewrite in rewrites if CellRef(*rewrite[:3]) not in elements]
     with tempfile.TemporaryDirectory(prefix="regrade-libreoffice-") as folder:
         copy = Path(folder) / path.name
-        cell_xml.write_edited(path, copy, cell_xml.edited_parts(sheets, parts, elements))
+        sheets.write_edited(path, copy, elements)
         yield copy, left
 
 

@@ -8,7 +8,8 @@ A cell is ``<c r="A1" ...>...</c>`` (or self-closing ``<c r="A1" .../>``); its f
 :func:`cells` indexes a sheet's cells in one pass; each edit (:func:`without_cache`,
 :func:`as_constant`, ...) takes a cell and returns the element that replaces it; and
 :func:`apply` writes a set of them in one more pass, so a range of 100,000 cells costs two
-passes over the XML, not one per cell.
+passes over the XML, not one per cell. :func:`read_sheets` reads the sheets an edit touches
+and indexes their cells; its :meth:`SheetsXml.write_edited` writes the edited copy.
 """
 
 from __future__ import annotations
@@ -16,12 +17,15 @@ from __future__ import annotations
 import re
 import shutil
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 from xml.sax.saxutils import escape
 
 from defusedxml import ElementTree
 
 from regrade.values import CellRef
+from regrade.workbook.sheets import sheet_parts
 
 CELL = re.compile(r'<c r="(?P<r>[A-Z]{1,3}[0-9]{1,7})"(?P<attributes>(?:\s[^>]*?)?)(?:/>|>(?P<content>.*?)</c>)', re.S)
 VALUE = re.compile(r"<v(?:\s[^>]*)?>.*?</v>|<v/>", re.S)  # also <v xml:space="preserve">, as Excel writes " 10 "
@@ -59,6 +63,36 @@ def edited_parts(sheets: dict[str, str], parts: dict[str, str], elements: dict[C
         by_part.setdefault(parts[ref.sheet], {})[ref.coordinate] = element
     rewritten = {part: apply(sheets[part], changes) for part, changes in by_part.items()}
     return {part: xml for part, xml in rewritten.items() if xml != sheets[part]}
+
+
+@dataclass(frozen=True)
+class SheetsXml:
+    """Some sheets of a package as XML text, their cells indexed once."""
+
+    parts: dict[str, str]  # every sheet of the package: its name -> its part
+    xml: dict[str, str]  # each sheet read: its part -> its XML
+    index: dict[str, dict[str, Cell]]  # each sheet read: its part -> its cells by coordinate
+
+    def cell(self, ref: CellRef) -> Cell | None:
+        """The cell's element, or None (no such cell written, or its sheet not read)."""
+        part = self.parts.get(ref.sheet)
+        return self.index[part].get(ref.coordinate) if part in self.index else None
+
+    def write_edited(self, source: Path, target: Path, elements: dict[CellRef, str]) -> None:
+        """A copy of ``source`` (the package read) with each cell in ``elements`` replaced by its new element."""
+        write_edited(source, target, edited_parts(self.xml, self.parts, elements))
+
+
+def read_sheets(path: Path, sheets: Iterable[str], max_bytes: int | None = None) -> SheetsXml:
+    """The named sheets of the package at ``path`` that it has. Raises what zipfile and UTF-8
+    decoding raise on a broken package, and ValueError for a sheet part over ``max_bytes``."""
+    with zipfile.ZipFile(path) as archive:
+        parts = dict(sheet_parts(archive))
+        wanted = {parts[sheet] for sheet in sheets if sheet in parts}
+        if max_bytes is not None and any(archive.getinfo(part).file_size > max_bytes for part in wanted):
+            raise ValueError(f"a sheet part over {max_bytes} bytes")
+        xml = {part: archive.read(part).decode("utf-8") for part in wanted}
+    return SheetsXml(parts, xml, {part: cells(text) for part, text in xml.items()})
 
 
 # --- reading a cell ----------------------------------------------------------------------------
