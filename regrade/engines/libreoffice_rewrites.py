@@ -139,11 +139,11 @@ def _cut_whole_columns(path: Path, book: Callable[[], openpyxl.Workbook | None],
     for cell in formula_cells_of(loaded):
         if (last_row := readers(cell.sheet)) is None:
             continue
-        array = str(cell.cell.value.ref) if isinstance(cell.cell.value, ArrayFormula) else None
+        array_range = str(cell.cell.value.ref) if isinstance(cell.cell.value, ArrayFormula) else None
         key = CellRef(cell.sheet, cell.row, cell.column)
-        formula, area = rewrites.get(key, (cell.text, array))
-        if (cut := value_keeping_cuts(formula, last_row, array is not None)) != formula:
-            rewrites[key] = (cut, area or array)
+        formula, area = rewrites.get(key, (cell.text, array_range))
+        if (cut := value_keeping_cuts(formula, last_row, array_range is not None)) != formula:
+            rewrites[key] = (cut, area or array_range)
 
 
 def semantic_rewrites(book: openpyxl.Workbook | None) -> list[Rewrite]:
