@@ -579,3 +579,22 @@ def test_a_formulon_module_preloaded_here_serves_its_workers_within_their_memory
         assert abs(beyond - 1024 * 1024 ** 2) < 256 * 1024 ** 2  # about memory_mb, not memory_mb + 4 GiB
     finally:
         engine.close()
+
+
+def test_workbook_values_cross_a_pipe_unchanged():
+    import pickle
+    from multiprocessing.reduction import ForkingPickler
+
+    from regrade.values import WorkbookFailure, WorkbookValues
+
+    a1, b2, c3 = ref("A1"), ref("B2"), ref("C3", "Other sheet")
+    every_kind = WorkbookValues(["Sheet1", "Other sheet"],
+                                {a1: 1.5, b2: ExcelError("#N/A"), c3: CannotEvaluate("timeout", "60 s")},
+                                {b2: "=NA()"}, {a1: "0.00", b2: "General", c3: "@"})
+    same_cells = WorkbookValues(["Sheet1"], {a1: "x", b2: dt.datetime(2024, 1, 2)}, {}, {a1: "General", b2: "yyyy-mm-dd"})
+    failed = WorkbookValues(failure=WorkbookFailure("timeout", "60 s"))
+    for values in (every_kind, same_cells, failed, WorkbookValues()):
+        crossed = pickle.loads(ForkingPickler.dumps(values))
+        assert crossed == values
+        for by_cell in (crossed.cells, crossed.formulas, crossed.number_formats):
+            assert all(type(key) is CellRef for key in by_cell)

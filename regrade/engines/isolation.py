@@ -38,7 +38,7 @@ from typing import Sequence
 
 from regrade.cpu_time import process_tree_cpu_seconds, wall_backstop_s
 from regrade.engines.base import Engine
-from regrade.values import CellRef, WorkbookFailure, WorkbookValues
+from regrade.values import CellRef, WorkbookFailure, WorkbookValues, packed_cells, unpacked_cells
 
 WORKBOOKS_PER_WORKER = 100
 START_TIMEOUT_S = 120.0  # a worker's engine getting ready (LibreOffice starting soffice): no workbook's time
@@ -137,7 +137,7 @@ class IsolatedEngine:
         assert self._connection is not None and self._worker is not None
         try:
             spent_before = process_tree_cpu_seconds(self._worker.pid) if self._worker.pid is not None else None
-            self._connection.send((path, cells))
+            self._connection.send((path, packed_cells(cells)))
             if (overrun := self._await_answer(spent_before)) is not None:
                 self._stop(ask_first=False)
                 return WorkbookValues(failure=WorkbookFailure("timeout", overrun))
@@ -290,8 +290,8 @@ def _serve(engine: Engine, memory_mb: int | None, reserved_mb: int, connection: 
         if request is None:  # the parent closes this engine, or went away
             engine.close()
             os._exit(0)
-        path, cells = request
-        outcome = _evaluate(engine, path, cells, out_of_memory)
+        path, packed = request
+        outcome = _evaluate(engine, path, unpacked_cells(packed), out_of_memory)
         try:
             connection.send(outcome)
         except MemoryError:
