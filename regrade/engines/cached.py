@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import openpyxl
+from openpyxl.cell.read_only import ReadOnlyCell
+from openpyxl.worksheet._reader import FORMULA_TAG, WorkSheetParser
 
 from regrade.engines.base import EngineBase, EngineSettings
 from regrade.values import EXCEL_ERROR_CODES, CellRef, ExcelError, WorkbookFailure, WorkbookValues
@@ -51,8 +53,7 @@ class CachedEngine(EngineBase):
         try:
             with warnings.catch_warnings():  # openpyxl warns about every extension it drops
                 warnings.simplefilter("ignore")
-                names, values = read_cells(path, cells, data_only=True)
-                formulas = read_cells(path, cells, data_only=False)[1] if self._formulas_wanted(path, cells) else {}
+                names, values, formulas = read_cells(path, cells, formulas=self._formulas_wanted(path, cells))
         except MemoryError:
             raise  # a limit, not a broken file: the isolating worker reports it
         except Exception as exc:  # openpyxl raises many kinds on a broken file; all mean unreadable
@@ -65,7 +66,7 @@ class CachedEngine(EngineBase):
             if isinstance(value, str) and value in EXCEL_ERROR_CODES:
                 value = ExcelError(value)
             result.cells[ref] = value
-            formula = formulas.get(ref, (None, None))[0]
+            formula = formulas.get(ref)
             if isinstance(formula, str) and formula.startswith("="):
                 result.formulas[ref] = formula
             elif formula is not None and type(formula).__name__ in ("ArrayFormula", "DataTableFormula"):
@@ -73,13 +74,21 @@ class CachedEngine(EngineBase):
         return result
 
 
-def read_cells(path: Path, cells: Sequence[CellRef], data_only: bool) -> tuple[list[str], dict[CellRef, tuple]]:
-    """The sheet names, and (value, number format) of each requested cell on a sheet the file has.
+def read_cells(path: Path, cells: Sequence[CellRef], formulas: bool = False
+               ) -> tuple[list[str], dict[CellRef, tuple], dict[CellRef, object]]:
+    """The sheet names; (cached value, number format) of each requested cell on a sheet the
+    file has; and, with ``formulas``, the formula of each requested cell that holds one.
 
-    openpyxl's streaming (read-only) reader goes through each sheet's rows only as far as the
-    last requested row, and makes cells only inside the requested box: on a large sheet this is
-    several times faster than loading the whole workbook."""
-    book = read_book(path, data_only=data_only, read_only=True)
+    The values are openpyxl's ``data_only=True`` streaming (read-only) reading, and the
+    formulas its ``data_only=False`` one (``=`` text, or an ArrayFormula or DataTableFormula),
+    both from one pass over each sheet: :class:`_ValuesAndFormulas` is openpyxl's own sheet
+    parser, which also keeps what its formula reading would give. The pass goes through a
+    sheet's rows only as far as the last requested row and makes cells only inside the
+    requested box, as ``iter_rows`` does: on a large sheet several times faster than loading
+    the whole workbook. A formula openpyxl cannot read fails the reading, as its own formula
+    reading would, only after the values were read (whose failure comes first) and only
+    with ``formulas``."""
+    book = read_book(path, data_only=True, read_only=True)
     try:
         names = list(book.sheetnames)
         wanted: dict[str, list[CellRef]] = {}
@@ -87,21 +96,80 @@ def read_cells(path: Path, cells: Sequence[CellRef], data_only: bool) -> tuple[l
             sheet = resolve_sheet(ref.sheet, names)
             if sheet is not None:
                 wanted.setdefault(sheet, []).append(ref)
-        found: dict[CellRef, tuple] = {}
+        values: dict[CellRef, tuple] = {}
+        found_formulas: dict[CellRef, object] = {}
         for sheet, refs in wanted.items():
             positions = {(ref.row, ref.column): ref for ref in refs}
-            rows, columns = [r for r, _ in positions], [c for _, c in positions]
-            seen: dict[tuple[int, int], tuple] = {}
-            for row in book[sheet].iter_rows(min_row=min(rows), max_row=max(rows), min_col=min(columns), max_col=max(columns)):
-                for cell in row:
-                    key = (cell.row, cell.column) if hasattr(cell, "row") and cell.row is not None else None
-                    if key in positions:
-                        seen[key] = (cell.value, cell.number_format)
+            seen, formula_of = _read_box(book[sheet], positions, formulas)
             for key, ref in positions.items():
-                found[ref] = seen.get(key, (None, "General"))
-        return names, found
+                values[ref] = seen.get(key, (None, "General"))
+                if key in formula_of:
+                    found_formulas[ref] = formula_of[key]
+        return names, values, found_formulas
     finally:
         book.close()
+
+
+class _ValuesAndFormulas(WorkSheetParser):
+    """openpyxl's sheet parser reading cached values (``data_only``) that also keeps, under
+    ``"formula"``, each formula cell's formula as its ``data_only=False`` parse gives it (the
+    shared formulas translated to the cell, in the same order). The first formula it cannot
+    read is kept in ``failure``, raised by the caller once the values are read."""
+
+    def __init__(self, *args: Any, formulas: bool, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.formulas = formulas
+        self.failure: Exception | None = None
+
+    def parse_cell(self, element: Any) -> dict:
+        cell = super().parse_cell(element)
+        if self.formulas and self.failure is None and element.find(FORMULA_TAG) is not None:
+            try:
+                cell["formula"] = self.parse_formula(element)
+            except MemoryError:
+                raise
+            except Exception as exc:  # what openpyxl's formula reading would have raised here
+                self.failure = exc
+        return cell
+
+
+def _read_box(ws: Any, positions: dict[tuple[int, int], CellRef], formulas: bool
+              ) -> tuple[dict[tuple[int, int], tuple], dict[tuple[int, int], object]]:
+    """(value, number format) and formula of the cells at ``positions`` of a read-only sheet,
+    chosen as ``ws.iter_rows`` over their bounding box chooses them: rows in file order up
+    to the last one asked for, a row number that does not move forward skipped, the last
+    cell of a column in a row kept, each cell keyed by its own coordinate."""
+    rows, columns = [r for r, _ in positions], [c for _, c in positions]
+    min_row, max_row, min_col, max_col = min(rows), max(rows), min(columns), max(columns)
+    book = ws.parent
+    values: dict[tuple[int, int], tuple] = {}
+    formula_of: dict[tuple[int, int], object] = {}
+    with ws._get_source() as source:
+        parser = _ValuesAndFormulas(source, ws._shared_strings, data_only=True, epoch=book.epoch,
+                                    date_formats=book._date_formats, timedelta_formats=book._timedelta_formats,
+                                    formulas=formulas)
+        next_row = min_row
+        for number, row in parser.parse():
+            if number > max_row:
+                break
+            if number < next_row:
+                continue
+            next_row = number + 1
+            in_box = {cell["column"]: cell for cell in row if min_col <= cell["column"] <= max_col}
+            for column in sorted(in_box):
+                cell = in_box[column]
+                formula = cell.pop("formula", None)
+                key = (cell["row"], cell["column"])
+                if key in positions:
+                    read = ReadOnlyCell(ws, **cell)
+                    values[key] = (read.value, read.number_format)
+                    if formula is not None:
+                        formula_of[key] = formula
+                    else:
+                        formula_of.pop(key, None)
+        if parser.failure is not None:
+            raise parser.failure
+    return values, formula_of
 
 
 class CachedAreas:

@@ -102,7 +102,7 @@ class Golden:
         if not missing:
             return
         with _reading(self.path):
-            self._cells.update(read_cells(self.path, missing, data_only=True)[1])
+            self._cells.update(read_cells(self.path, missing)[1])
 
     def size(self, sheet: str) -> tuple[int, int]:
         """The sheet's last row and column as openpyxl's full load counts them."""
