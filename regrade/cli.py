@@ -16,6 +16,10 @@ from typing import Callable
 
 import click
 
+from regrade.xml_parser import let_openpyxl_use_the_c_parser
+
+let_openpyxl_use_the_c_parser()  # before any module below imports openpyxl
+
 from regrade.engines.base import DEFAULT_TIMEOUT_S
 from regrade.engines.rules import RULES
 from regrade.engines.registry import ENGINES, FULL_ENGINES, default_full_engines, get_engine, open_engine

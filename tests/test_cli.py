@@ -234,3 +234,19 @@ def test_diff_prints_the_summary_and_every_differing_cell(tmp_path):
     assert header == "stack,benchmark,condition,task_id,case,cell,formula,shallow,engines,golden,reason"
     assert "demo-agent,spreadsheetbench,anthropic,32293,1,Sheet1!B14,\"=_xlfn.XLOOKUP(A14,$A$1:$A$4,$B$1:$B$4)\",,ironcalc=0.56,0.56,uncached-formula" in rows
     assert invoke("diff", tmp_path / "missing.jsonl").exit_code == 1
+
+
+@pytest.mark.parametrize("chosen, parser", [(None, "expat"), ("True", "defusedxml")])
+def test_the_command_lets_openpyxl_parse_screened_workbooks_with_the_c_parser(chosen, parser):
+    import os
+    import subprocess
+    import sys
+
+    # Which parser the regrade command's own openpyxl reads with; a user's explicit choice stands.
+    probe = ("import regrade.cli, openpyxl.worksheet._reader as reader; "
+             "print('defusedxml' if reader.iterparse.__module__.startswith('defusedxml') else 'expat')")
+    environment = {k: v for k, v in os.environ.items() if k != "OPENPYXL_DEFUSEDXML"}
+    if chosen is not None:
+        environment["OPENPYXL_DEFUSEDXML"] = chosen
+    done = subprocess.run([sys.executable, "-c", probe], env=environment, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == parser
