@@ -2,10 +2,11 @@
 
 openpyxl parses with ``defusedxml`` whenever it is installed (regrade depends on it), and
 defusedxml's parser is the standard library's pure-Python one, with a Python call for every
-element: in a cold rescore, a third of openpyxl's reading time. The command lets openpyxl use
+element: a fifth to a third of openpyxl's reading time in a cold rescore. The command lets openpyxl use
 the standard library's C parser instead, because
 
-- every workbook regrade hands to openpyxl was screened first: any XML part declaring a DTD
+- the workbooks regrade reads for a verdict (outputs, goldens, what the engines compute) are
+  screened first: any XML part declaring a DTD
   or an entity is refused before a parser sees it (``workbook/screening.py``), so nothing is
   left for defusedxml to refuse;
 - expat 2.4.1 and later limits entity amplification itself, and ElementTree resolves no
