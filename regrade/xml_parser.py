@@ -2,13 +2,12 @@
 
 openpyxl parses with ``defusedxml`` whenever it is installed (regrade depends on it), and
 defusedxml's parser is the standard library's pure-Python one, with a Python call for every
-element: a fifth to a third of openpyxl's reading time in a cold rescore. The command lets openpyxl use
-the standard library's C parser instead, because
+element: a fifth to a third of openpyxl's reading time in a cold rescore. The command lets
+openpyxl use the standard library's C parser instead, because
 
 - the workbooks regrade reads for a verdict (outputs, goldens, what the engines compute) are
-  screened first: any XML part declaring a DTD
-  or an entity is refused before a parser sees it (``workbook/screening.py``), so nothing is
-  left for defusedxml to refuse;
+  screened first: any XML part declaring a DTD or an entity is refused before a parser sees
+  it (``workbook/screening.py``), so nothing is left for defusedxml to refuse;
 - expat 2.4.1 and later limits entity amplification itself, and ElementTree resolves no
   external entity: a part the screening missed could neither expand nor fetch.
 
