@@ -13,8 +13,9 @@ analysis, rewrites, rules or isolation:
 - Formulon: ``formulon.Workbook.load`` of the file's bytes and ``recalc()`` (this process's CPU);
 - IronCalc: ``ironcalc.load_from_xlsx`` and ``evaluate()`` (this process's CPU), both on the
   cone copy where regrade computes one (``workbook/cone_copy.py``), without IronCalc's bridge
-  or the whole-column cuts (a floor where those do not apply; IronCalc's own share is small
-  on ``bench/rescore.py``'s files);
+  or the whole-column cuts. IronCalc's share is small on ``bench/rescore.py``'s files; on a
+  workbook regrade cuts (``--task 17049``: criteria over whole columns) the uncut engine does
+  far more than regrade's, and the figure is no floor there;
 - LibreOffice: regrade's LibreOffice engine computing the graded cells, counted as the CPU
   of its helper and soffice alone (the rewrites regrade computes in this process are not counted).
 
