@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -41,6 +40,7 @@ from bench.corpus import DEFAULT_CORPUS, require_corpus  # noqa: E402
 from bench.profile import corpus_cases  # noqa: E402
 from bench.rescore import answer_files  # noqa: E402
 
+from regrade.cpu_time import process_tree_cpu_seconds  # noqa: E402
 from regrade.engines.cached import CachedEngine  # noqa: E402
 from regrade.engines.libreoffice import LibreOfficeEngine  # noqa: E402
 from regrade.grading.consensus import engine_cells  # noqa: E402
@@ -48,19 +48,6 @@ from regrade.grading.grade import GoldenError, load_golden, spilled_cells  # noq
 from regrade.grading.policies import TargetError, get_policy  # noqa: E402
 from regrade.workbook.analysis import WorkbookAnalysis  # noqa: E402
 from regrade.workbook.cone_copy import cone_workbook  # noqa: E402
-
-
-def group_cpu_seconds(session: int) -> float:
-    """User and system CPU of every process in a session, its reaped children included."""
-    ticks = 0
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[3]) == session:
-            ticks += sum(int(f) for f in fields[11:15])
-    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def main() -> None:
@@ -89,7 +76,7 @@ def main() -> None:
     office.start()
     assert office._helper is not None, "LibreOffice did not start"
     helper = office._helper.pid
-    starts["libreoffice"] = group_cpu_seconds(helper)
+    starts["libreoffice"] = process_tree_cpu_seconds(helper) or 0.0
 
     policy, reader = get_policy("spreadsheetbench"), CachedEngine()
     totals = {"formulon": 0.0, "ironcalc": 0.0, "libreoffice": 0.0}
@@ -122,12 +109,12 @@ def main() -> None:
             except Exception:  # WorkbookError: likewise
                 pass
             row["ironcalc"] = time.process_time() - started
-        before = group_cpu_seconds(helper)
+        before = process_tree_cpu_seconds(helper) or 0.0
         office.compute(WorkbookAnalysis(Path(output)), cells)
         if office._helper is None or office._helper.pid != helper:  # restarted after a timeout: count the new one
             helper = office._helper.pid if office._helper is not None else helper
             before = 0.0
-        row["libreoffice"] = group_cpu_seconds(helper) - before
+        row["libreoffice"] = (process_tree_cpu_seconds(helper) or 0.0) - before
         for engine in totals:
             totals[engine] += row[engine]
         rows.append(row)
