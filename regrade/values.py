@@ -130,10 +130,10 @@ def _unpacked_values(sheet_names: list[str], keys: list[tuple], values: list, fo
                      number_formats: list | tuple, failure: WorkbookFailure | None) -> WorkbookValues:
     cells = unpacked_cells(keys)
 
-    def unaligned(packed: list | tuple) -> dict[CellRef, Any]:
+    def rebuilt(packed: list | tuple) -> dict[CellRef, Any]:
         return dict(zip(cells, packed)) if isinstance(packed, list) else dict(zip(unpacked_cells(packed[0]), packed[1]))
 
-    return WorkbookValues(sheet_names, dict(zip(cells, values)), unaligned(formulas), unaligned(number_formats), failure)
+    return WorkbookValues(sheet_names, dict(zip(cells, values)), rebuilt(formulas), rebuilt(number_formats), failure)
 
 
 def packed_cells(cells: Sequence[CellRef]) -> list[tuple]:
