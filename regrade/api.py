@@ -25,7 +25,7 @@ import pandas as pd
 
 from regrade.audit.benchmark import BenchmarkAudit
 from regrade.audit.benchmark import audit_benchmark as _audit_benchmark
-from regrade.audit.controls import PACK, load_pack
+from regrade.audit.controls import PACK, load_pack, select_controls
 from regrade.audit.generated import GeneratedPack
 from regrade.audit.generated import generate_pack as _generate_pack
 from regrade.audit.grader import GraderAudit
@@ -148,13 +148,15 @@ def audit_benchmark(folder: str | Path, grader: str = "spreadsheetbench-official
 
 
 def audit_grader(grader: str | Grader, pack: str | Path = PACK, expect_digest: str | None = None,
-                 workers: int = 1) -> GraderAudit:
+                 workers: int = 1, tasks: Sequence[str] = (), calling: Sequence[str] = ()) -> GraderAudit:
     """A grader against a sealed control pack, as ``regrade audit grader``. ``grader``: a built-in
     name, or any object with ``name``, ``settings()`` and ``passes(output, answer, position)``
     (:class:`regrade.grading.graders.Grader`; ``make_grader(None, command=...)`` makes a command one).
-    ``pack``: the hand-made pack (default) or one :func:`generate_controls` made."""
+    ``pack``: the hand-made pack (default) or one :func:`generate_controls` made; ``tasks`` and
+    ``calling`` grade only part of it, as ``--task`` and ``--calling``."""
     chosen = make_grader(grader) if isinstance(grader, str) else grader
-    return _audit_grader(chosen, load_pack(Path(pack), expect_digest), workers)
+    selected = select_controls(load_pack(Path(pack), expect_digest), tuple(tasks), tuple(calling))
+    return _audit_grader(chosen, selected, workers)
 
 
 def generate_controls(dataset: str | Path, folder: str | Path, tasks: int | None = None, seed: int = 0,

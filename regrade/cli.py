@@ -33,7 +33,7 @@ from regrade.audit.generated import generate_pack, test_cases
 from regrade.audit.grader import AUDIT_COLUMNS, audit_grader, audit_table
 from regrade.audit.conformance import benchmark_files, conformance, folder_files, percentile
 from regrade.audit.controls import PACK as CONTROL_PACK
-from regrade.audit.controls import ControlPack, load_pack
+from regrade.audit.controls import ControlPack, load_pack, select_controls
 from regrade.grading.graders import GRADERS, GraderError, make_grader
 from regrade.grading.grade import grade_case
 from regrade.paired.tables import (
@@ -865,11 +865,16 @@ def audit_benchmark_command(ctx, folder, grader, recalc, fail_on, workers, limit
 @click.option("--seed", type=int, default=0, show_default=True, help="With --tasks: the seed of the draw.")
 @click.option("--pack-out", type=click.Path(path_type=Path, file_okay=False),
               help="With --controls-from: keep the sealed pack in this new folder (default: a temporary one, removed).")
+@click.option("--task", "only_tasks", multiple=True, metavar="TASK_ID",
+              help="Grade only the controls made from this benchmark task (repeat for several).")
+@click.option("--calling", multiple=True, metavar="FUNCTION",
+              help="Grade only the controls whose output has a cell formula calling FUNCTION (e.g. AGGREGATE; "
+                   "repeat for several). The report records the selection and the pack's count.")
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="Processes that grade controls (default: the CPU count).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @library_errors
 def audit_grader_command(names, command, callable_target, threshold, label, pack_dir, expect_digest, controls_from,
-                         tasks, seed, pack_out, workers, fmt):
+                         tasks, seed, pack_out, only_tasks, calling, workers, fmt):
     """Run graders over a sealed control pack and count what each gets wrong.
 
     Positive controls are correct outputs, negative ones wrong outputs. Per category:
@@ -890,6 +895,10 @@ def audit_grader_command(names, command, callable_target, threshold, label, pack
     are listed as not_checked. The generated pack is sealed like the hand-made one:
     --pack-out keeps it, and --pack DIR --expect-digest D runs it again.
 
+    --task and --calling grade a part of a pack (the whole pack stays sealed and is checked
+    as a whole): a grader's rate on the controls that call AGGREGATE, say. The report's
+    "selection" says which part, out of how many controls.
+
     NAMES are built-in graders: spreadsheetbench-official, spreadsheetbench,
     gnumeric-recalc, libreoffice-recalc, regrade (several make one table). Or give
     --command or --callable instead.
@@ -900,6 +909,7 @@ def audit_grader_command(names, command, callable_target, threshold, label, pack
       regrade audit grader --command 'python my_grader.py {output} {answer} {position}'
       regrade audit grader spreadsheetbench-official regrade --controls-from DATA --pack-out pack/
       regrade audit grader my-grader --pack pack/ --expect-digest 3f2a...
+      regrade audit grader gnumeric-recalc --pack pack/ --calling AGGREGATE
     """
     if label and not (command or callable_target):
         raise GraderError("--name labels a --command or --callable grader; a built-in grader has its own name")
@@ -920,6 +930,11 @@ def audit_grader_command(names, command, callable_target, threshold, label, pack
             pack = generated_pack(controls_from, folder, tasks, seed, workers)
         else:
             pack = load_pack(pack_dir or CONTROL_PACK, expect_digest)
+        pack = select_controls(pack, only_tasks, calling)
+        if pack.selection is not None:
+            click.echo(f"grading {len(pack.controls)} of the pack's {pack.selection['of']} controls "
+                       f"(tasks: {', '.join(pack.selection['tasks']) or 'all'}; "
+                       f"calling: {', '.join(pack.selection['calling']) or 'any'})", err=True)
         reports = []
         for grader in graders:
             with progress(len(pack.controls), f"controls graded by {grader.name}") as shown:
@@ -1000,7 +1015,11 @@ def _show_grader_audits(reports: list[dict], fmt: str) -> None:
             judged = sum(c["probes"] - c.get("errored", 0) for c in report["categories"])
             overall = report.get("overall") or {}
             rates = "; ".join(f"{kind} {_rate(overall[kind])}" for kind in ("positive", "negative") if kind in overall)
-            click.echo(f"{report['grader']}: {wrong} of {judged} controls judged wrongly ({rates}; "
+            part = ""
+            if selection := report.get("selection"):
+                part = f" of the pack's {selection['of']}, " + "; ".join(
+                    f"{key} {' or '.join(selection[key])}" for key in ("tasks", "calling") if selection[key])
+            click.echo(f"{report['grader']}: {wrong} of {judged} controls{part} judged wrongly ({rates}; "
                        f"pack {report['pack_digest'][:12]}, regrade {report['regrade_version']})")
         not_checked = reports[0].get("not_checked") or []
         if not_checked:

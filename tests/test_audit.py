@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from regrade.audit.benchmark import audit_benchmark
 from regrade.audit.grader import audit_grader, audit_table, grade_controls
 from regrade.cli import main
-from regrade.audit.controls import PACK, PackError, load_pack
+from regrade.audit.controls import PACK, PackError, load_pack, select_controls
 from regrade.grading.graders import make_grader
 from tests.conftest import SHARED, SHARED_ABSENT
 
@@ -171,6 +171,29 @@ def test_the_grader_audit_command_prints_the_documented_json(pack):
     assert data["settings"]["policy"] == "spreadsheetbench-official" and data["regrade_version"]
     uncomputed = next(c for c in data["categories"] if c["category"] == "uncomputed-formula")
     assert uncomputed["kind"] == "negative" and uncomputed["false_pass"] == 2 and uncomputed["false_pass_rate"] == 1.0
+
+
+def test_a_selection_grades_only_the_controls_it_names_and_the_report_says_so(pack):
+    # fixtures/make_controls.py writes XLOOKUP into these three outputs and no other
+    chosen = select_controls(pack, calling=("xlookup",))
+    assert sorted(c.id for c in chosen.controls) == ["stale-cache-lookup", "xlookup-exact", "xlookup-not-found"]
+    assert chosen.digest == pack.digest and chosen.selection == {"tasks": [], "calling": ["XLOOKUP"], "of": 36}
+    result = CliRunner().invoke(main, ["audit", "grader", "spreadsheetbench-official", "--calling", "AGGREGATE",
+                                       "--format", "json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["selection"] == {"tasks": [], "calling": ["AGGREGATE"], "of": 36}
+    assert [(c["category"], c["probes"]) for c in data["categories"]] == [("aggregate", 2)]
+    assert "2 of the pack's 36 controls" in result.stderr
+    whole = audit_grader(make_grader("spreadsheetbench-official"), pack).as_json()
+    assert whole["selection"] is None
+    assert any("different selections" in w for w in audit_table([whole, data])[1])
+
+
+def test_a_selection_that_selects_nothing_is_an_error(pack):
+    result = CliRunner().invoke(main, ["audit", "grader", "spreadsheetbench-official", "--task", "no-such-task"])
+    assert result.exit_code != 0
+    assert "no control of the pack" in result.output and "no-such-task" in result.output
 
 
 # ---------------------------------------------------------------- benchmark audits

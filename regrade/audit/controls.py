@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from regrade.provenance import sha256_file
+from regrade.workbook.calls import calls
+from regrade.workbook.formula import bare_name
+from regrade.workbook.sheets import formula_texts
 
 PACK = Path(__file__).resolve().parents[2] / "fixtures" / "controls"
 MANIFEST = "manifest.json"
@@ -45,6 +48,7 @@ class ControlPack:
     folder: Path
     digest: str
     controls: list[Control]
+    selection: dict | None = None  # when only some controls are graded: what chose them, and the pack's count
 
 
 def pack_files(folder: Path) -> dict[str, str]:
@@ -89,3 +93,27 @@ def load_pack(folder: Path = PACK, expect_digest: str | None = None) -> ControlP
     if bad := [c.id for c in controls if c.kind not in KINDS]:
         raise PackError(f"controls with a kind other than positive/negative: {', '.join(bad)}")
     return ControlPack(folder, digest, controls)
+
+
+def select_controls(pack: ControlPack, tasks: tuple[str, ...] = (), calling: tuple[str, ...] = ()) -> ControlPack:
+    """The controls of ``pack`` that come from one of ``tasks`` and whose output has a formula
+    calling one of the functions ``calling`` (a sheet's cell formulas, read from the sheet XML;
+    ``_xlfn.`` prefixes and case ignored); either left empty chooses every control. The pack
+    keeps its digest (its files are unchanged) and records the selection, which a report
+    carries. Raises :class:`PackError` when nothing is selected."""
+    if not tasks and not calling:
+        return pack
+    functions = tuple(sorted({bare_name(name.upper()) for name in calling}))
+    chosen = [c for c in pack.controls if (not tasks or c.task_id in tasks)
+              and (not functions or _calls_any(c.output, functions))]
+    named = sorted(tasks)
+    selection = {"tasks": named, "calling": list(functions), "of": len(pack.controls)}
+    if not chosen:
+        said = [f"comes from task {' or '.join(named)}"] if tasks else []
+        said += [f"has a formula calling {' or '.join(functions)}"] if functions else []
+        raise PackError(f"no control of the pack in {pack.folder} {' and '.join(said)}")
+    return replace(pack, controls=chosen, selection=selection)
+
+
+def _calls_any(workbook: Path, functions: tuple[str, ...]) -> bool:
+    return any(call.name in functions for text in formula_texts(workbook, functions) for call in calls(text))

@@ -72,6 +72,7 @@ class GraderAudit:
     categories: list[CategoryAudit]
     errors: dict[str, str] = field(default_factory=dict)  # control id -> what went wrong running the grader
     not_checked: list[dict] = field(default_factory=list)  # {task, case, reason, category}: what the pack left out
+    selection: dict | None = None  # {tasks, calling, of}: only these of the pack's controls were graded
 
     def overall(self) -> dict:
         """Per kind: controls, wrong, the rate and its Wilson interval."""
@@ -121,7 +122,7 @@ def audit_grader(grader: Grader, pack: ControlPack, workers: int = 1,
                 row.tasks.append(control.task_id)
     ordered = sorted(by_category.values(), key=lambda c: (c.kind != "positive", c.category))
     return GraderAudit(grader.name, grader.settings(), pack.digest, regrade_version(), ordered, errors,
-                       not_checked_of(pack.folder))
+                       not_checked_of(pack.folder), pack.selection)
 
 
 def grade_controls(grader: Grader, controls: list[Control], workers: int = 1,
@@ -183,15 +184,18 @@ def _regrade_verdicts(grader: RegradeGrader, controls: list[Control], workers: i
 
 def audit_table(reports: list[dict]) -> tuple[list[dict], list[str]]:
     """One row per (grader, category) from several reports (``GraderAudit.as_json``), and the
-    warnings a reader needs: reports made with different packs or regrade versions, or one
-    grader's reports made with different settings."""
+    warnings a reader needs: reports made with different packs, selections of controls or
+    regrade versions, or one grader's reports made with different settings."""
     warnings = []
-    for key, what in (("pack_digest", "control packs"), ("regrade_version", "regrade versions")):
+    for key, what in (("pack_digest", "control packs"), ("selection", "selections of controls"),
+                      ("regrade_version", "regrade versions")):
         seen = defaultdict(list)
         for report in reports:
-            seen[report[key]].append(report["grader"])
+            value = report.get(key)
+            seen[value if isinstance(value, str) else json.dumps(value, sort_keys=True)].append(report["grader"])
         if len(seen) > 1:
-            detail = "; ".join(f"{value[:12]}: {', '.join(graders)}" for value, graders in seen.items())
+            detail = "; ".join(f"{value[:12] if key == 'pack_digest' else value}: {', '.join(graders)}"
+                               for value, graders in seen.items())
             warnings.append(f"these reports were made with different {what} ({detail}): their counts do not compare")
     settings = defaultdict(set)
     for report in reports:
