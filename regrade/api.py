@@ -148,28 +148,33 @@ def audit_benchmark(folder: str | Path, grader: str = "spreadsheetbench-official
 
 
 def audit_grader(grader: str | Grader, pack: str | Path = PACK, expect_digest: str | None = None,
-                 workers: int = 1, tasks: Sequence[str] = (), calling: Sequence[str] = ()) -> GraderAudit:
+                 workers: int = 1, tasks: Sequence[str] = (), calling: Sequence[str] = (),
+                 executor: Literal["local", "dask"] = "local", scheduler: str | None = None) -> GraderAudit:
     """A grader against a sealed control pack, as ``regrade audit grader``. ``grader``: a built-in
     name, or any object with ``name``, ``settings()`` and ``passes(output, answer, position)``
     (:class:`regrade.grading.graders.Grader`; ``make_grader(None, command=...)`` makes a command one).
     ``pack``: the hand-made pack (default) or one :func:`generate_controls` made; ``tasks`` and
-    ``calling`` grade only part of it, as ``--task`` and ``--calling``."""
+    ``calling`` grade only part of it, as ``--task`` and ``--calling``; ``executor`` and
+    ``scheduler`` are :func:`rescore`'s, for regrade's own grader."""
     chosen = make_grader(grader) if isinstance(grader, str) else grader
     selected = select_controls(load_pack(Path(pack), expect_digest), tuple(tasks), tuple(calling))
-    return _audit_grader(chosen, selected, workers)
+    return _audit_grader(chosen, selected, workers, None, executor, scheduler)
 
 
 def generate_controls(dataset: str | Path, folder: str | Path, tasks: int | None = None, seed: int = 0,
                       workers: int = 1, engines: Sequence[str] | None = None,
-                      cache_dir: str | Path | None = None) -> GeneratedPack:
+                      cache_dir: str | Path | None = None, executor: Literal["local", "dask"] = "local",
+                      scheduler: str | None = None) -> GeneratedPack:
     """Controls generated from a benchmark's own tasks, checked and sealed in ``folder`` (new or
     empty), as ``regrade audit grader --controls-from DATASET --pack-out FOLDER``; its ``digest``,
-    ``kept`` controls and ``not_checked`` list. :func:`audit_grader` then runs graders on it."""
+    ``kept`` controls and ``not_checked`` list. :func:`audit_grader` then runs graders on it.
+    ``executor`` and ``scheduler`` say where the checking runs, as in :func:`rescore`."""
     names = list(engines or default_full_engines())
     settings = RescoreSettings(policy="spreadsheetbench", shallow="cached", engines=tuple(names),
                                timeout_s=DEFAULT_TIMEOUT_S, quorum=default_quorum(len(names)))
     cache = ResultCache(Path(cache_dir) if cache_dir else default_cache_dir())
-    return _generate_pack(Path(dataset), Path(folder), settings, tasks, seed, workers, cache)
+    return _generate_pack(Path(dataset), Path(folder), settings, tasks, seed, workers, cache,
+                          executor=executor, scheduler=scheduler)
 
 
 def results_frame(path: str | Path) -> pd.DataFrame:

@@ -236,6 +236,26 @@ DEFAULT_ENGINES_HELP = ("ironcalc, libreoffice and formulon where available (the
                         "independent implementations; see docs/engines.md)")
 
 
+def executor_options(command: Callable) -> Callable:
+    """Where regrade's gradings run: a pool here, or a Dask cluster."""
+    options = [
+        click.option("--executor", type=click.Choice(["local", "dask"]), default="local", show_default=True,
+                     help="Where regrade grades cases: a pool of --workers processes here, or a Dask cluster "
+                          "(pip install 'regrade[dask]'; docs/scale.md)."),
+        click.option("--scheduler", metavar="ADDRESS", default=None,
+                     help="With --executor dask: the scheduler of an existing cluster (tcp://host:8786). "
+                          "Default: a LocalCluster of --workers processes on this machine."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def checked_executor(executor: str, scheduler: str | None) -> None:
+    if scheduler is not None and executor != "dask":
+        raise click.UsageError("--scheduler is an address of a Dask cluster: pass --executor dask with it")
+
+
 def quorum_option(command: Callable) -> Callable:
     return click.option("--quorum", type=click.IntRange(min=1), default=None, show_default="2 with three or more engines, else 1",
                         help="How many engines must compute a graded cell (and agree) for it to count; with fewer, "
@@ -256,12 +276,7 @@ def chosen_quorum(quorum: int | None, engines: list[str]) -> int:
 @click.option("--engines", "engine_names", metavar="NAMES", help=f"Comma-separated full engines for the consensus ({', '.join(FULL_ENGINES)}). Default: {DEFAULT_ENGINES_HELP}.")
 @quorum_option
 @scale_options
-@click.option("--executor", type=click.Choice(["local", "dask"]), default="local", show_default=True,
-              help="Where cases are graded: a pool of --workers processes here, or a Dask cluster "
-                   "(pip install 'regrade[dask]'; docs/scale.md).")
-@click.option("--scheduler", metavar="ADDRESS", default=None,
-              help="With --executor dask: the scheduler of an existing cluster (tcp://host:8786). "
-                   "Default: a LocalCluster of --workers processes on this machine.")
+@executor_options
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), required=True, help="Results file (JSON Lines) to write.")
 @library_errors
 def rescore_command(dataset, conditions, harbor_jobs, runs_dir, allow_missing, stack, benchmark, manifest, policy, timeout,
@@ -315,8 +330,7 @@ def rescore_command(dataset, conditions, harbor_jobs, runs_dir, allow_missing, s
     engines = chosen_engines(engine_names)
     settings = RescoreSettings(policy, shallow, tuple(engines), timeout, quorum=chosen_quorum(quorum, engines))
     started = time.monotonic()
-    if scheduler is not None and executor != "dask":
-        raise click.UsageError("--scheduler is an address of a Dask cluster: pass --executor dask with it")
+    checked_executor(executor, scheduler)
     records = run_rescore(run.cases, settings, workers,
                           None if no_cache else ResultCache(cache_dir or default_cache_dir()),
                           output, {"command": "rescore"}, run.described_by, executor=executor, scheduler=scheduler)
@@ -871,10 +885,11 @@ def audit_benchmark_command(ctx, folder, grader, recalc, fail_on, workers, limit
               help="Grade only the controls whose output has a cell formula calling FUNCTION (e.g. AGGREGATE; "
                    "repeat for several). The report records the selection and the pack's count.")
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="Processes that grade controls (default: the CPU count).")
+@executor_options
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @library_errors
 def audit_grader_command(names, command, callable_target, threshold, label, pack_dir, expect_digest, controls_from,
-                         tasks, seed, pack_out, only_tasks, calling, workers, fmt):
+                         tasks, seed, pack_out, only_tasks, calling, workers, executor, scheduler, fmt):
     """Run graders over a sealed control pack and count what each gets wrong.
 
     Positive controls are correct outputs, negative ones wrong outputs. Per category:
@@ -894,6 +909,10 @@ def audit_grader_command(names, command, callable_target, threshold, label, pack
     regrade's engines decide it; what was left out, and test cases that yield no control,
     are listed as not_checked. The generated pack is sealed like the hand-made one:
     --pack-out keeps it, and --pack DIR --expect-digest D runs it again.
+
+    --executor dask runs regrade's own work (checking generated controls, the regrade
+    grader) on a Dask cluster, as regrade rescore does; the other built-in graders run
+    in --workers processes here.
 
     --task and --calling grade a part of a pack (the whole pack stays sealed and is checked
     as a whole): a grader's rate on the controls that call AGGREGATE, say. The report's
@@ -923,11 +942,12 @@ def audit_grader_command(names, command, callable_target, threshold, label, pack
         raise click.UsageError("--tasks and --pack-out go with --controls-from")
     if controls_from is not None and (pack_dir is not None or expect_digest is not None):
         raise click.UsageError("--controls-from generates a pack; --pack and --expect-digest run an existing one")
+    checked_executor(executor, scheduler)
     workers = workers or os.cpu_count() or 1
     with contextlib.ExitStack() as stack:
         if controls_from is not None:
             folder = pack_out or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="regrade-controls-")))
-            pack = generated_pack(controls_from, folder, tasks, seed, workers)
+            pack = generated_pack(controls_from, folder, tasks, seed, workers, executor, scheduler)
         else:
             pack = load_pack(pack_dir or CONTROL_PACK, expect_digest)
         pack = select_controls(pack, only_tasks, calling)
@@ -939,7 +959,8 @@ def audit_grader_command(names, command, callable_target, threshold, label, pack
         for grader in graders:
             with progress(len(pack.controls), f"controls graded by {grader.name}") as shown:
                 reports.append(audit_grader(grader, pack, workers,
-                                            lambda control: shown.advance(f"{grader.name} {control.id}")).as_json())
+                                            lambda control: shown.advance(f"{grader.name} {control.id}"),
+                                            executor, scheduler).as_json())
     _show_grader_audits(reports, fmt)
     errored = [r for r in reports if r["errors"]]
     for report in errored:
@@ -950,7 +971,8 @@ def audit_grader_command(names, command, callable_target, threshold, label, pack
         raise click.exceptions.Exit(1)
 
 
-def generated_pack(dataset: Path, folder: Path, tasks: int | None, seed: int, workers: int) -> ControlPack:
+def generated_pack(dataset: Path, folder: Path, tasks: int | None, seed: int, workers: int,
+                   executor: str = "local", scheduler: str | None = None) -> ControlPack:
     """Generate and seal a pack from ``dataset`` in ``folder``, saying on stderr what it holds and left out."""
     engines = default_full_engines()
     settings = RescoreSettings(policy="spreadsheetbench", shallow="cached", engines=tuple(engines),
@@ -966,7 +988,8 @@ def generated_pack(dataset: Path, folder: Path, tasks: int | None, seed: int, wo
                 f"{record['condition']} {record['task_id']}-{record['case']}: {record['verdict']}", cached)
 
         made = generate_pack(dataset, folder, settings, tasks, seed, workers, ResultCache(default_cache_dir()),
-                             lambda case: written.advance(f"{case.task_id}-{case.case}"), check)
+                             lambda case: written.advance(f"{case.task_id}-{case.case}"), check,
+                             executor, scheduler)
     by_kind = Counter(CONTROL_CATEGORIES[c.category][0] for c in made.kept)
     reasons = Counter(n.reason.split(" (")[0] for n in made.not_checked)
     click.echo(f"generated {len(made.kept)} controls ({by_kind['positive']} positive, {by_kind['negative']} negative) "

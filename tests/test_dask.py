@@ -118,3 +118,20 @@ def test_dask_missing_is_one_clear_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "distributed", None)  # as if not installed: import fails
     with pytest.raises(RunError, match=r"pip install 'regrade\[dask\]'"):
         rescore_run(demo_cases()[:2], SETTINGS, workers=2, executor="dask")
+
+
+def test_controls_checked_on_a_local_cluster_make_the_local_pool_s_pack(tmp_path, monkeypatch):
+    import regrade.cluster
+    from regrade.audit.generated import generate_pack
+    from tests.conftest import DEMO
+
+    sent: list[int] = []
+    grade_on_dask = regrade.cluster.grade_on_dask
+    monkeypatch.setattr(regrade.cluster, "grade_on_dask", lambda cases, todo, *rest: (
+        sent.extend(todo), grade_on_dask(cases, todo, *rest))[1])
+    dataset = DEMO / "dataset"
+    local = generate_pack(dataset, tmp_path / "local", SETTINGS, tasks=2, seed=0, workers=2)
+    assert sent == []
+    on_dask = generate_pack(dataset, tmp_path / "dask", SETTINGS, tasks=2, seed=0, workers=2, executor="dask")
+    assert len(sent) >= len(local.kept) >= 10  # every control checked went to the cluster; two tasks, 3 cases each
+    assert on_dask.digest == local.digest  # the same files kept, the same not_checked, byte for byte

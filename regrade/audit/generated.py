@@ -378,11 +378,13 @@ def _in_sheet(column: str, row: int) -> bool:
 def generate_pack(dataset: Path, folder: Path, settings: RescoreSettings, tasks: int | None = None, seed: int = 0,
                   workers: int = 1, cache: ResultCache | None = None,
                   on_case: Callable[[TestCase], None] | None = None,
-                  on_check: Callable[[int], Callable[[int, dict, bool], None]] | None = None) -> GeneratedPack:
+                  on_check: Callable[[int], Callable[[int, dict, bool], None]] | None = None,
+                  executor: str = "local", scheduler: str | None = None) -> GeneratedPack:
     """Generate, check and seal the controls of ``dataset`` in ``folder`` (which must be empty or new).
 
     ``settings`` are regrade's rescore settings: its policy grades the controls, its engines
-    confirm those whose answer range holds formulas (in a pool of ``workers``, cached).
+    confirm those whose answer range holds formulas (in a pool of ``workers``, or on a Dask
+    cluster with ``executor`` "dask" and ``scheduler``, as :func:`regrade.runner.rescore_run`; cached).
     ``on_case`` is called as each test case's controls are written; ``on_check(count)`` once they
     all are, returning what is called as each control is checked (``rescore_run``'s ``on_record``)."""
     from regrade.runner import rescore_run
@@ -410,7 +412,8 @@ def generate_pack(dataset: Path, folder: Path, settings: RescoreSettings, tasks:
             not_checked.append(NotChecked(candidate.task_id, candidate.case, unjudgeable, candidate.category))
     checked = [c for c in candidates if not (c.category == "do-nothing" and c.has_formulas)]
     on_record = on_check(len(checked)) if on_check is not None else None
-    records = rescore_run([c.as_case() for c in checked], settings, workers, cache, on_record)
+    records = rescore_run([c.as_case() for c in checked], settings, workers, cache, on_record,
+                          executor=executor, scheduler=scheduler)
     kept = []
     for candidate, record in zip(checked, records):
         left_out = _left_out(candidate, record)

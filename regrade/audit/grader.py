@@ -102,12 +102,14 @@ def rate_interval(wrong: int, judged: int) -> tuple[float | None, float | None]:
 
 
 def audit_grader(grader: Grader, pack: ControlPack, workers: int = 1,
-                 on_control: Callable[[Control], None] | None = None) -> GraderAudit:
-    """Run ``grader`` on every control of ``pack`` (in ``workers`` processes); ``on_control`` is
-    called as each is graded."""
+                 on_control: Callable[[Control], None] | None = None,
+                 executor: str = "local", scheduler: str | None = None) -> GraderAudit:
+    """Run ``grader`` on every control of ``pack`` (in ``workers`` processes; regrade's own grader
+    on a Dask cluster with ``executor`` "dask"); ``on_control`` is called as each is graded."""
     by_category: dict[tuple[str, str], CategoryAudit] = {}
     errors: dict[str, str] = {}
-    for control, verdict in zip(pack.controls, grade_controls(grader, pack.controls, workers, on_control)):
+    verdicts = grade_controls(grader, pack.controls, workers, on_control, executor, scheduler)
+    for control, verdict in zip(pack.controls, verdicts):
         row = by_category.setdefault((control.kind, control.category), CategoryAudit(control.category, control.kind))
         row.probes += 1
         if isinstance(verdict, str):  # the grader could not judge this control: an error of it, not a fail
@@ -126,11 +128,12 @@ def audit_grader(grader: Grader, pack: ControlPack, workers: int = 1,
 
 
 def grade_controls(grader: Grader, controls: list[Control], workers: int = 1,
-                   on_control: Callable[[Control], None] | None = None) -> list[bool | str]:
+                   on_control: Callable[[Control], None] | None = None,
+                   executor: str = "local", scheduler: str | None = None) -> list[bool | str]:
     """Each control's pass (True) or fail (False), or what went wrong running the grader (a text)."""
     told = on_control or (lambda control: None)
     if isinstance(grader, RegradeGrader):
-        return _regrade_verdicts(grader, controls, workers, told)
+        return _regrade_verdicts(grader, controls, workers, told, executor, scheduler)
     if not isinstance(grader, ValueGrader) or workers <= 1 or len(controls) < 2 * workers:
         # a command or a callable runs here, where it was found (its module may not import elsewhere)
         verdicts = []
@@ -168,7 +171,7 @@ def _verdict(grader: Grader, control: Control) -> bool | str:
 
 
 def _regrade_verdicts(grader: RegradeGrader, controls: list[Control], workers: int,
-                      told: Callable[[Control], None]) -> list[bool | str]:
+                      told: Callable[[Control], None], executor: str, scheduler: str | None) -> list[bool | str]:
     """regrade's grader over the controls as one rescore run: its pool, limits and results cache."""
     from regrade.runner import RescoreSettings, ResultCache, default_cache_dir, rescore_run
     from regrade.runs.cases import Case
@@ -178,7 +181,7 @@ def _regrade_verdicts(grader: RegradeGrader, controls: list[Control], workers: i
     cases = [Case(condition=c.category, task_id=c.task_id or c.id, case=1, output_path=c.output, answer_path=c.answer,
                   answer_position=c.answer_position, answer_sheet=c.answer_sheet) for c in controls]
     records = rescore_run(cases, settings, workers, ResultCache(default_cache_dir()),
-                          lambda index, record, cached: told(controls[index]))
+                          lambda index, record, cached: told(controls[index]), executor=executor, scheduler=scheduler)
     return [r["full_pass"] is True for r in records]
 
 
