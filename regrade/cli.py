@@ -34,7 +34,7 @@ from regrade.audit.grader import AUDIT_COLUMNS, audit_grader, audit_table
 from regrade.audit.conformance import benchmark_files, conformance, folder_files, percentile
 from regrade.audit.controls import PACK as CONTROL_PACK
 from regrade.audit.controls import ControlPack, load_pack, select_controls
-from regrade.grading.graders import GRADERS, GraderError, make_grader
+from regrade.grading.graders import GRADERS, GraderError, RegradeGrader, make_grader
 from regrade.grading.grade import grade_case
 from regrade.paired.tables import (
     AGGREGATES, UNITS, PairingError, aggregate, changed_transitions, count_changes, paired_table, unpaired_units,
@@ -251,7 +251,7 @@ def executor_options(command: Callable) -> Callable:
     return command
 
 
-def checked_executor(executor: str, scheduler: str | None) -> None:
+def check_executor(executor: str, scheduler: str | None) -> None:
     if scheduler is not None and executor != "dask":
         raise click.UsageError("--scheduler is an address of a Dask cluster: pass --executor dask with it")
 
@@ -330,7 +330,7 @@ def rescore_command(dataset, conditions, harbor_jobs, runs_dir, allow_missing, s
     engines = chosen_engines(engine_names)
     settings = RescoreSettings(policy, shallow, tuple(engines), timeout, quorum=chosen_quorum(quorum, engines))
     started = time.monotonic()
-    checked_executor(executor, scheduler)
+    check_executor(executor, scheduler)
     records = run_rescore(run.cases, settings, workers,
                           None if no_cache else ResultCache(cache_dir or default_cache_dir()),
                           output, {"command": "rescore"}, run.described_by, executor=executor, scheduler=scheduler)
@@ -942,7 +942,10 @@ def audit_grader_command(names, command, callable_target, threshold, label, pack
         raise click.UsageError("--tasks and --pack-out go with --controls-from")
     if controls_from is not None and (pack_dir is not None or expect_digest is not None):
         raise click.UsageError("--controls-from generates a pack; --pack and --expect-digest run an existing one")
-    checked_executor(executor, scheduler)
+    check_executor(executor, scheduler)
+    if executor == "dask" and controls_from is None and not any(isinstance(g, RegradeGrader) for g in graders):
+        raise click.UsageError("--executor dask runs regrade's own work (--controls-from, the regrade grader); "
+                               "these graders run here")
     workers = workers or os.cpu_count() or 1
     with contextlib.ExitStack() as stack:
         if controls_from is not None:

@@ -196,6 +196,13 @@ def test_a_selection_that_selects_nothing_is_an_error(pack):
     assert "no control of the pack" in result.output and "no-such-task" in result.output
 
 
+def test_a_dask_executor_with_nothing_for_it_to_run_is_refused():
+    refused = CliRunner().invoke(main, ["audit", "grader", "spreadsheetbench-official", "--executor", "dask"])
+    assert refused.exit_code == 2 and "regrade's own work" in refused.output
+    alone = CliRunner().invoke(main, ["audit", "grader", "spreadsheetbench-official", "--scheduler", "tcp://h:8786"])
+    assert alone.exit_code == 2 and "--executor dask" in alone.output
+
+
 # ---------------------------------------------------------------- benchmark audits
 
 def _book(path: Path, cells: dict[str, object]) -> None:
