@@ -193,3 +193,16 @@ def test_the_engines_compute_only_the_graded_cells_that_hold_formulas(workbook):
         ("Sheet1!A1", 4, 4, {}),  # the constant as stored, which no engine computed
         ("Sheet1!B1", None, 10.0, {"ironcalc": 10.0}),
     ]
+
+
+def test_a_constant_text_with_an_escaped_character_passes_against_itself_when_no_engine_runs(workbook):
+    # "_x000C_" is how OOXML writes the form feed CHAR(12) (ECMA-376 Part 1, 22.9.2.19
+    # ST_Xstring); openpyxl reads it back escaped. Output and golden are the same file, every
+    # graded cell a constant, so no engine runs: both grades must pass. (SpreadsheetBench
+    # 307-46's answer holds two such cells; its golden failed against itself.)
+    golden = workbook({"A1": "_x000C_", "A2": "plain"}, name="golden.xlsx")
+    case = Case(condition="x", task_id="t", case=1, output_path=golden, answer_path=golden, answer_position="A1:A2")
+    engine = _Asked(IronCalcEngine())
+    result = rescore_case(case, get_policy("spreadsheetbench"), CachedEngine(), [engine])
+    assert engine.asked == []
+    assert (result.verdict, result.shallow_pass, result.full_pass, result.cells) == ("confirmed-pass", True, True, [])

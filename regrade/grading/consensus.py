@@ -53,6 +53,14 @@ def engine_cells(targets: Sequence[CellRef], stored: WorkbookValues, spilled: Co
     return [t for t in targets if t in stored.formulas or t in spilled]
 
 
+def of_constants(stored: WorkbookValues) -> Consensus:
+    """The consensus of an output whose graded cells all hold constants, so no engine runs:
+    each cell as stored, its text decoded, as :func:`consensus` keeps a graded constant no
+    engine was asked for (the golden's text is decoded for the comparison too)."""
+    return Consensus(WorkbookValues(sheet_names=stored.sheet_names, formulas=dict(stored.formulas),
+                                    cells={ref: decoded_text(value) for ref, value in stored.cells.items()}))
+
+
 def consensus(
     policy: Policy, stored: WorkbookValues, computed: dict[str, WorkbookValues], spilled: Collection[CellRef] = (),
     quorum: int = 1,

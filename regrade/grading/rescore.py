@@ -16,7 +16,7 @@ from regrade.engines.base import Engine
 from regrade.values import CellRef, CellResult, WorkbookValues
 from regrade.workbook.screening import screen
 from regrade.grading.policies import Policy, TargetError
-from regrade.grading.consensus import Consensus, consensus, engine_cells
+from regrade.grading.consensus import Consensus, consensus, engine_cells, of_constants
 from regrade.grading.grade import (
     LIMIT_FAULTS, OUTPUT_FAULTS, Golden, GoldenError, Grade, grade, load_golden, output_fault, spilled_cells,
 )
@@ -80,7 +80,7 @@ def _graded(case: Case, policy: Policy, shallow: Engine, fulls: Sequence[Engine]
     the full engines computing ``computed`` (the output, or its dated copy)."""
     spilled = spilled_cells(case.output_path, stored)
     if not (computable := engine_cells(targets, stored, spilled)):
-        agreed = Consensus(stored)  # the graded cells hold constants: no engine could change them
+        agreed = of_constants(stored)  # the graded cells hold constants: no engine could change them
     else:
         agreed = consensus(policy, stored, {e.name: e.evaluate(computed, computable) for e in fulls}, spilled, quorum)
     shallow_grade = grade(policy, targets, golden, shallow.name, stored)
