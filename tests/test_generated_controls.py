@@ -14,7 +14,7 @@ from regrade.cli import main
 from regrade.engines.registry import default_full_engines
 from regrade.grading.graders import make_grader
 from regrade.runner import RescoreSettings
-from tests.conftest import DEMO, require_engines
+from tests.conftest import DEMO, SHARED, SHARED_ABSENT, require_engines
 
 DATASET = DEMO / "dataset"
 # fixtures/demo-run: five tasks, three test cases each, every answer range a column of formulas
@@ -180,3 +180,48 @@ def test_a_text_result_becomes_an_inline_string_with_its_characters():
     assert cell_xml.formula_text(cell) == 'A1&"x"'
     a1 = cell_xml.find_cell(xml, CellRef("Sheet1", 1, 1))
     assert cell_xml.apply(xml, {"A1": cell_xml.emptied(a1)}) == xml  # a self-closing empty cell stays as it is
+
+
+def _control_cells(control, refs):
+    """(formula or None, cached value) of each cell, read from the control's sheet XML."""
+    from regrade.workbook import cell_xml
+
+    sheets = cell_xml.read_sheets(control.output, {r.sheet for r in refs})
+    return {r.coordinate: (cell_xml.formula_text(c), cell_xml.cached_text(c)) for r in refs
+            if (c := sheets.cell(r)) is not None}
+
+
+@pytest.mark.skipif(not (SHARED / "dataset.json").is_file(), reason=SHARED_ABSENT)
+def test_a_cell_an_array_formula_fills_is_not_perturbed_as_a_constant(tmp_path):
+    # SpreadsheetBench 52292: K27 holds {=C5:H10*TRANSPOSE(C16:C21)} spilling over K27:P32, whose
+    # other cells hold only the values it gave (Excel cached 20194 in K27, 15164 in L27). A
+    # changed L27 is no wrong answer: any recalculation gives 15164 again. So the perturbed
+    # control changes K27 itself, as a constant (20194 + 1), and the array's formula is gone.
+    from regrade.audit.generated import test_cases, write_candidates
+    from regrade.values import CellRef
+
+    case = next(c for c in test_cases(SHARED)[0] if (c.task_id, c.case) == ("52292", 1))
+    made, _ = write_candidates(case, "spreadsheetbench", tmp_path)
+    perturbed = next(c for c in made if c.category == "perturbed-constant")
+    k27, l27 = CellRef("Sheet1", 27, 11), CellRef("Sheet1", 27, 12)
+    assert _control_cells(perturbed, [k27, l27]) == {"K27": (None, "20195.0"), "L27": (None, "15164")}
+
+
+def test_cells_an_array_formula_outside_the_answer_range_fills_are_not_made_constants(workbook, tmp_path):
+    # A1 holds {=B1:B3*2} over A1:A3; the answer range A2:A3 holds only the values it gave.
+    # Emptying, shifting or rewriting them would not change what a recalculation shows there.
+    from tests.test_rescore import patch_sheet_xml
+
+    from regrade.audit.generated import TestCase, write_candidates
+
+    golden = workbook({"B1": 1, "B2": 2, "B3": 3}, name="golden.xlsx")
+    patch_sheet_xml(golden, b'<c r="B1" t="n"><v>1</v></c>',
+                    b'<c r="A1"><f t="array" ref="A1:A3">B1:B3*2</f><v>2</v></c><c r="B1" t="n"><v>1</v></c>')
+    patch_sheet_xml(golden, b'<c r="B2" t="n"><v>2</v></c>', b'<c r="A2"><v>4</v></c><c r="B2" t="n"><v>2</v></c>')
+    patch_sheet_xml(golden, b'<c r="B3" t="n"><v>3</v></c>', b'<c r="A3"><v>6</v></c><c r="B3" t="n"><v>3</v></c>')
+    made, skipped = write_candidates(TestCase("t", 1, golden, None, "A2:A3", None), "spreadsheetbench", tmp_path)
+    assert {c.category for c in made} == {"golden"}
+    reasons = {n.category: n.reason for n in skipped}
+    for category in ("constants", "one-row-off", "empty-range"):
+        assert reasons[category] == "an array formula at A1 outside the answer range fills cells in it"
+    assert reasons["perturbed-constant"] == "no answer cell whose value can be changed on its own"

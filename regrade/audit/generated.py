@@ -24,6 +24,12 @@ one-row-off              negative  the answer range's values one row down, as co
 empty-range              negative  the answer range emptied, where the golden's is not empty
 =======================  ========  ==========================================================
 
+A cell an array formula fills (a CSE array's or a dynamic array's spill, other than its
+anchor) holds the formula's last values, not a constant: no recalculation keeps an edit of
+it. Such a cell is never the perturbed one, and where an array formula outside the answer
+range fills cells inside it, the constants, one-row-off and empty-range controls are not
+made (their edits would not stick).
+
 A control is kept only where its truth is certain:
 
 - where its answer range holds only constants, the policy's comparison of those values
@@ -198,6 +204,8 @@ def write_candidates(case: TestCase, policy_name: str, folder: Path) -> tuple[li
 
     present = {t: c for t in targets if (c := sheets.cell(t)) is not None}
     formulas = [t for t, c in present.items() if cell_xml.has_formula(c)]
+    followers = {ref: anchor for sheet in {t.sheet for t in targets}
+                 for ref, anchor in sheets.array_followers(sheet).items()}  # hold an array formula's values
     cached = [t for t in formulas if golden.value(t) is not None]
     if formulas and not cached:
         return [], [NotChecked(case.task_id, case.case, "the golden's answer formulas hold no cached values")]
@@ -224,9 +232,13 @@ def write_candidates(case: TestCase, policy_name: str, folder: Path) -> tuple[li
         for category in ("uncached", "absolute-references", "stale-cache", "changed-uncached"):
             skip(category, "no formula in the answer range")
     reach = _shared_beyond(present, set(targets))
+    spilled_in = next((anchor for ref, anchor in followers.items() if ref in present and anchor not in present), None)
     if reach:
         for category in ("constants", "one-row-off", "empty-range"):
             skip(category, f"a shared formula at {reach} reaches beyond the answer range")
+    elif spilled_in is not None:  # its anchor would give those cells its values again
+        for category in ("constants", "one-row-off", "empty-range"):
+            skip(category, f"an array formula at {spilled_in.coordinate} outside the answer range fills cells in it")
     else:
         write("constants", {t: cell_xml.as_constant(present[t]) for t in formulas})
         if any(CellRef(t.sheet, t.row - 1, t.column) in present for t in present):
@@ -234,7 +246,7 @@ def write_candidates(case: TestCase, policy_name: str, folder: Path) -> tuple[li
         else:
             skip("one-row-off", "a one-row answer range")
         write("empty-range", {t: cell_xml.emptied(c) for t, c in present.items()})
-    perturbed = _perturbed(targets, present, golden)
+    perturbed = _perturbed([t for t in targets if t not in followers], present, golden)
     if perturbed is None:
         skip("perturbed-constant", "no answer cell whose value can be changed on its own")
     else:
@@ -305,7 +317,8 @@ def _shifted(present: dict[CellRef, cell_xml.Cell], graded: set[CellRef]) -> dic
 
 def _perturbed(targets: list[CellRef], present: dict[CellRef, cell_xml.Cell], golden) -> dict[CellRef, str] | None:
     """The first answer cell holding a constant changed (a number + 1, a text + "x", a boolean
-    negated); else the first formula's cached value so changed, as a constant."""
+    negated); else the first formula's cached value so changed, as a constant. ``targets``
+    leaves out the cells an array formula fills (their value is the formula's, not a constant)."""
     order = sorted((t for t in targets if t in present), key=lambda t: cell_xml.has_formula(present[t]))
     for ref in order:
         cell = present[ref]

@@ -24,7 +24,10 @@ from xml.sax.saxutils import escape
 
 from defusedxml import ElementTree
 
+from openpyxl.utils.cell import column_index_from_string, coordinate_from_string
+
 from regrade.values import CellRef
+from regrade.workbook.formula import boundaries
 from regrade.workbook.sheets import sheet_parts
 
 CELL = re.compile(r'<c r="(?P<r>[A-Z]{1,3}[0-9]{1,7})"(?P<attributes>(?:\s[^>]*?)?)(?:/>|>(?P<content>.*?)</c>)', re.S)
@@ -34,6 +37,8 @@ FORMULA = re.compile(r"<f(?P<attributes>[^>]*)>(?P<text>[^<]+)</f>")  # one with
 ANY_FORMULA = re.compile(r"<f(?:\s[^>]*)?/>|<f(?:\s[^>]*)?>.*?</f>", re.S)
 _V_TEXT = re.compile(r"<v(?:\s[^>]*)?>(?P<text>.*?)</v>", re.S)
 _SHARED_RANGE = re.compile(r'\bt="shared"[^>]*\bref="(?P<ref>[^"]+)"|\bref="(?P<ref2>[^"]+)"[^>]*\bt="shared"')
+_ARRAY_ANCHOR = re.compile(r'<c r="([A-Z]{1,3}[0-9]{1,7})"[^>]*>\s*<f\b([^>]*\bt="array"[^>]*)>')  # its attributes
+_ARRAY_REF = re.compile(r'\bref="([^"]+)"')
 _METADATA = re.compile(r'\s(?:cm|vm)="[^"]*"')  # a dynamic array's cell and value metadata: a formula's, not a constant's
 
 Cell = re.Match[str]
@@ -78,9 +83,30 @@ class SheetsXml:
         part = self.parts.get(ref.sheet)
         return self.index[part].get(ref.coordinate) if part in self.index else None
 
+    def array_followers(self, sheet: str) -> dict[CellRef, CellRef]:
+        """Each cell of ``sheet`` (a sheet read) that an array formula covers other than its
+        anchor, with that anchor. Such a cell holds only the value the formula last gave it
+        (a legacy CSE array or a dynamic array's spill, ECMA-376 Part 1, 18.3.1.40 ``f``):
+        no constant, as a recalculation gives it anew."""
+        found: dict[CellRef, CellRef] = {}
+        for anchor, attributes in _ARRAY_ANCHOR.findall(self.xml.get(self.parts.get(sheet, ""), "")):
+            area = _ARRAY_REF.search(attributes)
+            if area is None or ":" not in area.group(1):
+                continue
+            left, top, right, bottom = boundaries(area.group(1))
+            start = _ref(sheet, anchor)
+            found.update({CellRef(sheet, row, column): start for row in range(top, bottom + 1)
+                          for column in range(left, right + 1) if (row, column) != (start.row, start.column)})
+        return found
+
     def write_edited(self, source: Path, target: Path, elements: dict[CellRef, str]) -> None:
         """A copy of ``source`` (the package read) with each cell in ``elements`` replaced by its new element."""
         write_edited(source, target, edited_parts(self.xml, self.parts, elements))
+
+
+def _ref(sheet: str, coordinate: str) -> CellRef:
+    column, row = coordinate_from_string(coordinate)
+    return CellRef(sheet, row, column_index_from_string(column))
 
 
 def read_sheets(path: Path, sheets: Iterable[str], max_bytes: int | None = None) -> SheetsXml:
