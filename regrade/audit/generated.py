@@ -204,8 +204,8 @@ def write_candidates(case: TestCase, policy_name: str, folder: Path) -> tuple[li
 
     present = {t: c for t in targets if (c := sheets.cell(t)) is not None}
     formulas = [t for t, c in present.items() if cell_xml.has_formula(c)]
-    followers = {ref: anchor for sheet in {t.sheet for t in targets}
-                 for ref, anchor in sheets.array_followers(sheet).items()}  # hold an array formula's values
+    followers = {ref: anchor for sheet in {t.sheet for t in targets}  # they hold an array formula's values
+                 for ref, anchor in sheets.array_followers(sheet, present).items()}
     cached = [t for t in formulas if golden.value(t) is not None]
     if formulas and not cached:
         return [], [NotChecked(case.task_id, case.case, "the golden's answer formulas hold no cached values")]

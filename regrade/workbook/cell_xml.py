@@ -83,11 +83,13 @@ class SheetsXml:
         part = self.parts.get(ref.sheet)
         return self.index[part].get(ref.coordinate) if part in self.index else None
 
-    def array_followers(self, sheet: str) -> dict[CellRef, CellRef]:
-        """Each cell of ``sheet`` (a sheet read) that an array formula covers other than its
-        anchor, with that anchor. Such a cell holds only the value the formula last gave it
-        (a legacy CSE array or a dynamic array's spill, ECMA-376 Part 1, 18.3.1.40 ``f``):
-        no constant, as a recalculation gives it anew."""
+    def array_followers(self, sheet: str, among: Iterable[CellRef]) -> dict[CellRef, CellRef]:
+        """Each of the cells ``among`` on ``sheet`` (a sheet read) that an array formula covers
+        other than its anchor, with that anchor. Such a cell holds only the value the formula
+        last gave it (a legacy CSE array or a dynamic array's spill, ECMA-376 Part 1, 18.3.1.40
+        ``f``): no constant, as a recalculation gives it anew. Each array costs the smaller of
+        its area and ``among``, so a sheet-wide array ref is no sheet-wide loop."""
+        wanted = {ref for ref in among if ref.sheet == sheet}
         found: dict[CellRef, CellRef] = {}
         for anchor, attributes in _ARRAY_ANCHOR.findall(self.xml.get(self.parts.get(sheet, ""), "")):
             area = _ARRAY_REF.search(attributes)
@@ -95,8 +97,12 @@ class SheetsXml:
                 continue
             left, top, right, bottom = boundaries(area.group(1))
             start = _ref(sheet, anchor)
-            found.update({CellRef(sheet, row, column): start for row in range(top, bottom + 1)
-                          for column in range(left, right + 1) if (row, column) != (start.row, start.column)})
+            if (right - left + 1) * (bottom - top + 1) <= len(wanted):
+                inside = [CellRef(sheet, row, column) for row in range(top, bottom + 1)
+                          for column in range(left, right + 1)]
+            else:
+                inside = [ref for ref in wanted if left <= ref.column <= right and top <= ref.row <= bottom]
+            found.update({ref: start for ref in inside if ref in wanted and ref != start})
         return found
 
     def write_edited(self, source: Path, target: Path, elements: dict[CellRef, str]) -> None:
