@@ -24,11 +24,9 @@ from xml.sax.saxutils import escape
 
 from defusedxml import ElementTree
 
-from openpyxl.utils.cell import column_index_from_string, coordinate_from_string
-
 from regrade.values import CellRef
 from regrade.workbook.formula import boundaries
-from regrade.workbook.sheets import sheet_parts
+from regrade.workbook.sheets import array_formulas_in, sheet_parts
 
 CELL = re.compile(r'<c r="(?P<r>[A-Z]{1,3}[0-9]{1,7})"(?P<attributes>(?:\s[^>]*?)?)(?:/>|>(?P<content>.*?)</c>)', re.S)
 VALUE = re.compile(r"<v(?:\s[^>]*)?>.*?</v>|<v/>", re.S)  # also <v xml:space="preserve">, as Excel writes " 10 "
@@ -37,8 +35,6 @@ FORMULA = re.compile(r"<f(?P<attributes>[^>]*)>(?P<text>[^<]+)</f>")  # one with
 ANY_FORMULA = re.compile(r"<f(?:\s[^>]*)?/>|<f(?:\s[^>]*)?>.*?</f>", re.S)
 _V_TEXT = re.compile(r"<v(?:\s[^>]*)?>(?P<text>.*?)</v>", re.S)
 _SHARED_RANGE = re.compile(r'\bt="shared"[^>]*\bref="(?P<ref>[^"]+)"|\bref="(?P<ref2>[^"]+)"[^>]*\bt="shared"')
-_ARRAY_ANCHOR = re.compile(r'<c r="([A-Z]{1,3}[0-9]{1,7})"[^>]*>\s*<f\b([^>]*\bt="array"[^>]*)>')  # its attributes
-_ARRAY_REF = re.compile(r'\bref="([^"]+)"')
 _METADATA = re.compile(r'\s(?:cm|vm)="[^"]*"')  # a dynamic array's cell and value metadata: a formula's, not a constant's
 
 Cell = re.Match[str]
@@ -91,12 +87,11 @@ class SheetsXml:
         its area and ``among``, so a sheet-wide array ref is no sheet-wide loop."""
         wanted = {ref for ref in among if ref.sheet == sheet}
         found: dict[CellRef, CellRef] = {}
-        for anchor, attributes in _ARRAY_ANCHOR.findall(self.xml.get(self.parts.get(sheet, ""), "")):
-            area = _ARRAY_REF.search(attributes)
-            if area is None or ":" not in area.group(1):
+        for row, column, area in array_formulas_in(self.xml.get(self.parts.get(sheet, ""), "")):
+            if ":" not in area:
                 continue
-            left, top, right, bottom = boundaries(area.group(1))
-            start = _ref(sheet, anchor)
+            left, top, right, bottom = boundaries(area)
+            start = CellRef(sheet, row, column)
             if (right - left + 1) * (bottom - top + 1) <= len(wanted):
                 inside = [CellRef(sheet, row, column) for row in range(top, bottom + 1)
                           for column in range(left, right + 1)]
@@ -108,11 +103,6 @@ class SheetsXml:
     def write_edited(self, source: Path, target: Path, elements: dict[CellRef, str]) -> None:
         """A copy of ``source`` (the package read) with each cell in ``elements`` replaced by its new element."""
         write_edited(source, target, edited_parts(self.xml, self.parts, elements))
-
-
-def _ref(sheet: str, coordinate: str) -> CellRef:
-    column, row = coordinate_from_string(coordinate)
-    return CellRef(sheet, row, column_index_from_string(column))
 
 
 def read_sheets(path: Path, sheets: Iterable[str], max_bytes: int | None = None) -> SheetsXml:

@@ -64,12 +64,19 @@ def _array_formulas(path: Path) -> list[tuple[int, int, int, str]]:
                 if archive.getinfo(part).file_size > MAX_SHEET_BYTES:
                     continue
                 xml = archive.read(part).decode("utf-8", "replace")
-                for match in _ARRAY_CELL.finditer(xml):
-                    column, row = match.group(1), int(match.group(2))
-                    area = match.group(3) or f"{column}{row}"
-                    found.append((index, row, column_index_from_string(column), area))
+                found += [(index, row, column, area) for row, column, area in array_formulas_in(xml)]
     except Exception:  # zipfile and zlib raise many kinds on a broken archive; the engines report it
         return []
+    return found
+
+
+def array_formulas_in(xml: str) -> list[tuple[int, int, str]]:
+    """(row, column, range) of each array formula's anchor cell in a sheet's XML; the range is
+    the anchor's own cell where the formula names none."""
+    found = []
+    for match in _ARRAY_CELL.finditer(xml):
+        column, row = match.group(1), int(match.group(2))
+        found.append((row, column_index_from_string(column), match.group(3) or f"{column}{row}"))
     return found
 
 
