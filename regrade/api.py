@@ -38,8 +38,8 @@ from regrade.grading.summary import RunSummary, summarise
 from regrade.paired import diff as _diff
 from regrade.paired import tables as paired
 from regrade.records import Results
-from regrade.report.content import Report, build_report
-from regrade.report.page import write_page
+from regrade.reporting.content import Report, build_report
+from regrade.reporting.page import write_page
 from regrade.results import read_outcomes
 from regrade.runner import RescoreSettings, ResultCache, default_cache_dir, rescore_run, rescore_to_file
 from regrade.runs.inventory import ConditionInventory, check_inventory
@@ -132,7 +132,7 @@ def report(results: Results | str | Path | Sequence[str | Path], output: str | P
            ci: str = "newcombe", alpha: float = 0.05, correction: str = "bonferroni", test: str = "exact",
            title: str = "regrade report") -> Report:
     """Write the HTML report of one or several results files to ``output``, as ``regrade report``;
-    returns what it shows (:class:`regrade.report.content.Report`: its records, comparisons, not judged)."""
+    returns what it shows (:class:`regrade.reporting.content.Report`: its records, comparisons, not judged)."""
     if isinstance(results, Results):
         raise TypeError("report() reads results files: pass the path of each (the page cites them by path)")
     paths = [Path(results)] if isinstance(results, (str, Path)) else [Path(p) for p in results]

@@ -49,8 +49,8 @@ from regrade.results import (
     ResultsError, json_value, read_results, require_rescored, results_warnings, write_jsonl,
 )
 from regrade.paired.stats import CORRECTIONS, INTERVALS, TESTS
-from regrade.report.content import build_report
-from regrade.report.page import write_page
+from regrade.reporting.content import build_report
+from regrade.reporting.page import write_page
 from regrade.runner import (
     SHALLOW_ENGINES, RescoreSettings, ResultCache, default_cache_dir, rescore_to_file,
 )

@@ -47,7 +47,7 @@ class CellRecord(BaseModel):
     full: JsonValue = None
     reason: str | None = None
     engines: dict[str, JsonValue] = {}
-    decided_by: int = 0
+    decided_by: int | None = None  # engines that computed the cell and agreed; 0 undecided; None: no engine ran
 
 
 class CaseRecord(BaseModel):
@@ -81,8 +81,9 @@ class Results(BaseModel):
     cases: list[CaseRecord]
 
     @classmethod
-    def read(cls, path: Path) -> Results:
-        provenance, records = read_results(path)
+    def read(cls, path: str | Path) -> Results:
+        """A results file (a path or its text), validated record by record."""
+        provenance, records = read_results(Path(path))
         return cls.from_records(provenance, records, str(path))
 
     @classmethod

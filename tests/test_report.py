@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from tests.conftest import DEMO, require_engines
 from regrade.cli import main
-from regrade.report.content import case_anchor
+from regrade.reporting.content import case_anchor
 
 ALL_FULL = ("ironcalc", "libreoffice", "formulon")
 # fixtures/demo-run/expected.json, worked out by hand in fixtures/make_demo.py: per condition,
@@ -128,7 +128,7 @@ def test_a_case_in_two_results_files_is_an_error(demo, tmp_path):
 
 
 def require_chromium():
-    from regrade.report.browser import BrowserMissing, chromium
+    from regrade.reporting.browser import BrowserMissing, chromium
 
     try:
         chromium()
@@ -143,7 +143,7 @@ def test_the_demo_report_renders_in_headless_chromium(demo, tmp_path):
     import numpy
     from PIL import Image
 
-    from regrade.report.browser import rendered_dom, screenshot
+    from regrade.reporting.browser import rendered_dom, screenshot
 
     _, page, _, _ = demo
     shot = screenshot(page, tmp_path / "report.png", 1280, 1600)
@@ -190,7 +190,7 @@ def test_tasks_in_only_one_condition_are_said(demo, tmp_path):
 
 def test_the_plot_is_the_same_svg_for_the_same_rows():
     from regrade.paired.tables import paired_table
-    from regrade.report.forest import forest_svg
+    from regrade.reporting.forest import forest_svg
 
     records = [{"stack": "s", "benchmark": "b", "condition": c, "task_id": str(i), "passed": (i + len(c)) % 3 == 0}
                for c in ("none", "skills", "tools") for i in range(12)]

@@ -3,7 +3,7 @@
 Used by the tests (the page must render in a real browser) and to make the picture in
 ``docs/``::
 
-    python3 -m regrade.report.browser report.html docs/report-demo.png
+    python3 -m regrade.reporting.browser report.html docs/report-demo.png
 
 Needs Debian's ``chromium`` (``.ci/setup`` installs it). Chromium runs with a new empty
 profile and with its background networking off, so it fetches nothing of its own either.
@@ -59,5 +59,5 @@ def rendered_dom(page: Path, fragment: str = "") -> str:
 
 if __name__ == "__main__":
     if len(sys.argv) != 3:
-        sys.exit("usage: python3 -m regrade.report.browser PAGE.html SHOT.png")
+        sys.exit("usage: python3 -m regrade.reporting.browser PAGE.html SHOT.png")
     print(screenshot(Path(sys.argv[1]), Path(sys.argv[2])))

@@ -1,4 +1,4 @@
-"""What a report says, as data: built from results files, rendered by :mod:`regrade.report.page`.
+"""What a report says, as data: built from results files, rendered by :mod:`regrade.reporting.page`.
 
 A :class:`Report` holds everything the page shows and nothing about how: the provenance of
 each results file, verdict counts per condition, what could not be judged, the paired

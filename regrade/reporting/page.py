@@ -1,4 +1,4 @@
-"""A :class:`~regrade.report.content.Report` as one self-contained HTML page.
+"""A :class:`~regrade.reporting.content.Report` as one self-contained HTML page.
 
 Everything is inline: the stylesheet and the script (``assets/``), the forest plot as SVG.
 The page fetches nothing. Its tables are plain HTML, complete with the script off; the
@@ -17,8 +17,8 @@ from pathlib import Path
 from regrade.grading.reasons import meaning
 from regrade.grading.verdicts import VERDICTS
 from regrade.render.paper import note
-from regrade.report.content import Report, case_anchor, reason_meanings
-from regrade.report.forest import forest_svg
+from regrade.reporting.content import Report, case_anchor, reason_meanings
+from regrade.reporting.forest import forest_svg
 from regrade.results import atomic_file
 
 MAX_CELLS_SHOWN = 200  # per case; the rest are counted, and `regrade diff --cells` lists them all
@@ -35,7 +35,7 @@ def write_page(report: Report, path: Path, title: str = "regrade report") -> int
 
 def render_page(report: Report, title: str = "regrade report") -> str:
     """The whole page as text."""
-    assets = files("regrade.report") / "assets"
+    assets = files("regrade.reporting") / "assets"
     css, script = (assets / "report.css").read_text(), (assets / "report.js").read_text()
     sections = [_summary(report), _provenance(report), _verdicts(report), _not_judged(report),
                 _comparisons(report), _changed(report), _cases(report), _meanings(report)]
