@@ -47,7 +47,8 @@ from regrade.runs.load import load_run
 
 COLUMNS = ["stack", "benchmark", "condition", "baseline", "grading", "n", "pass_rate_baseline", "pass_rate_treatment",
            "gains", "regressions", "retained", "residual", "net", "delta", "ci_lower", "ci_upper", "ci_method", "p_value", "test",
-           "p_adjusted", "correction", "family_size", "regression_tax", "normalized_gain", "unpaired", "trials_baseline",
+           "p_adjusted", "correction", "family_size", "regression_tax", "normalized_gain", "unpaired", "without_output",
+           "original_from", "trials_baseline",
            "trials_treatment", "noise_discordance", "noise_gains", "noise_regressions"]
 
 
@@ -55,6 +56,7 @@ class RescoreResults(Results):
     """:class:`regrade.records.Results`, with what the run held before grading and its summary."""
 
     inventory: list[dict] = []
+    left_out: dict[str, list[str]] = {}  # the dataset's tasks not graded, by why
     summary: dict = {}
 
 
@@ -63,8 +65,9 @@ def rescore(dataset: str | Path | None = None, conditions: Mapping[str, str | Pa
             engines: Sequence[str] | None = None, quorum: int | None = None, policy: str = "spreadsheetbench",
             shallow: str = "cached", timeout_s: float = DEFAULT_TIMEOUT_S, workers: int = 1,
             output: str | Path | None = None, cache: bool = True, cache_dir: str | Path | None = None,
-            allow_missing: bool = False, stack: str = "default", benchmark: str = "spreadsheetbench",
-            executor: Literal["local", "dask"] = "local", scheduler: str | None = None) -> RescoreResults:
+            allow_missing: bool = False, tasks_with_outputs: bool = False, stack: str = "default",
+            benchmark: str = "spreadsheetbench", executor: Literal["local", "dask"] = "local",
+            scheduler: str | None = None) -> RescoreResults:
     """Grade every case value-only and with the full engines, as ``regrade rescore`` does.
 
     ``conditions`` maps a condition to its output folder (or is a list of ``"NAME=DIR"``); ``runs``
@@ -72,25 +75,30 @@ def rescore(dataset: str | Path | None = None, conditions: Mapping[str, str | Pa
     or give a ``manifest``. With ``output`` the results file is
     written (provenance first). ``executor="dask"`` grades on a Dask cluster: a LocalCluster
     of ``workers`` processes, or the one at ``scheduler`` (docs/scale.md). A condition with no output at all raises
-    :class:`regrade.runs.inventory.EmptyCondition` unless ``allow_missing``.
+    :class:`regrade.runs.inventory.EmptyCondition` unless ``allow_missing``. ``tasks_with_outputs``
+    grades only the tasks some condition has an output for (a run over part of the benchmark);
+    the tasks left out, and why, are in ``left_out`` and the provenance.
     """
     run = load_run(_path(dataset), {k: Path(v) for k, v in conditions.items()} if isinstance(conditions, Mapping)
-                   else list(conditions), _path(runs), _path(manifest), stack, benchmark, harbor)
+                   else list(conditions), _path(runs), _path(manifest), stack, benchmark, harbor, tasks_with_outputs)
     check_inventory(run.inventories, allow_missing, _path(manifest))
+    left_out = run.left_out.to_json()
     chosen = list(engines) if engines else default_full_engines()
     settings = RescoreSettings(policy, shallow, tuple(chosen), timeout_s,
                                quorum=quorum or default_quorum(len(chosen)))
     store = ResultCache(Path(cache_dir) if cache_dir else default_cache_dir()) if cache else None
     if output is not None:
         provenance, records = rescore_to_file(run.cases, settings, Path(output), workers, store,
-                                              command={"command": "api.rescore"}, described_by=run.described_by,
-                                              executor=executor, scheduler=scheduler)
+                                              command={"command": "api.rescore", "tasks_with_outputs": tasks_with_outputs},
+                                              described_by=run.described_by, executor=executor, scheduler=scheduler,
+                                              left_out=left_out)
     else:
         provenance, records = None, rescore_run(run.cases, settings, workers, store, executor=executor,
                                                 scheduler=scheduler)
     results = Results.from_records(provenance, records)
     return RescoreResults(provenance=results.provenance, cases=results.cases,
-                          inventory=[i.to_json() for i in run.inventories], summary=_summary(summarise(records)))
+                          inventory=[i.to_json() for i in run.inventories], left_out=left_out,
+                          summary=_summary(summarise(records, left_out=left_out)))
 
 
 def diff(results: Results | str | Path, by: Literal["summary", "cells", "rules"] = "summary") -> pd.DataFrame:
@@ -113,7 +121,9 @@ def paired_table(outcomes: pd.DataFrame | Results | str | Path, baseline: str = 
 
     ``outcomes``: a DataFrame of outcomes (condition, task_id, passed [, stack, benchmark, case,
     trial]) or of regrade results; :class:`Results`; or the path of a results or outcomes file.
-    ``passed`` takes booleans, 0/1 or true/false, pass/fail, yes/no; anything else is an error."""
+    ``passed`` takes booleans, 0/1 or true/false, pass/fail, yes/no; anything else is an error.
+    What ``regrade table`` warns of (unpaired tasks, tasks without any output) is in
+    ``.attrs["warnings"]``; ``original_from`` says what the original grading is."""
     if isinstance(outcomes, pd.DataFrame):
         missing = [c for c in ("condition", "task_id") if c not in outcomes.columns]
         if missing or not ({"passed", "verdict"} & set(outcomes.columns)):
@@ -123,9 +133,12 @@ def paired_table(outcomes: pd.DataFrame | Results | str | Path, baseline: str = 
     else:
         records = _records(outcomes)
     comparisons = paired.paired_table(records, baseline, ci, alpha, correction, unit, aggregate, test)
+    warnings = paired.table_warnings(comparisons, records, baseline, unit)
     if not any("verdict" in r for r in records):
         comparisons = [c for c in comparisons if c.grading == "original"]
-    return pd.DataFrame([c.as_row() for c in comparisons], columns=COLUMNS)
+    table = pd.DataFrame([c.as_row() for c in comparisons], columns=COLUMNS)
+    table.attrs["warnings"] = warnings  # what `regrade table` says on stderr
+    return table
 
 
 def report(results: Results | str | Path | Sequence[str | Path], output: str | Path, baseline: str = "none",
@@ -193,7 +206,9 @@ def _records(results: Results | str | Path, rescored: bool = False) -> list[dict
 
 def _summary(summary: RunSummary) -> dict:
     return {"cases": summary.cases, "value_only_failures": summary.value_only_failures,
-            "artifacts": summary.artifacts, "not_judged": dict(summary.not_judged), "headline": summary.headline}
+            "artifacts": summary.artifacts, "not_judged": dict(summary.not_judged),
+            "broken_outputs": dict(summary.broken), "left_out": dict(summary.left_out), "headline": summary.headline,
+            "warnings": summary.warnings()}
 
 
 def _path(value: str | Path | None) -> Path | None:

@@ -37,12 +37,12 @@ from regrade.audit.controls import ControlPack, load_pack, select_controls
 from regrade.grading.graders import GRADERS, GraderError, RegradeGrader, make_grader
 from regrade.grading.grade import grade_case
 from regrade.paired.tables import (
-    AGGREGATES, UNITS, PairingError, aggregate, changed_transitions, count_changes, paired_table, unpaired_units,
+    AGGREGATES, UNITS, PairingError, aggregate, changed_transitions, count_changes, paired_table, table_warnings,
 )
 from regrade.audit.probes import MATRIX, OUTCOMES, load_matrix, record_matrix, run_pack
 from regrade.audit.probes import scores as probe_scores
 from regrade.render.progress import Progress
-from regrade.render.paper import PAPER_FORMATS, PAPER_HEADERS, paper_table
+from regrade.render.paper import ORIGINAL_MEANINGS, PAPER_FORMATS, PAPER_HEADERS, original_from, paper_table
 from regrade.render.rows import FORMATS, TABLE_FORMATS, render
 from regrade.paired.sources import load_outcomes
 from regrade.results import (
@@ -57,9 +57,8 @@ from regrade.runner import (
 from regrade.runs.cases import ArgumentError, Case, RunError, load_dataset, spreadsheetbench_cases
 from regrade.runs.load import LoadedRun, load_run
 from regrade.runs.inventory import EmptyCondition, check_inventory
-from regrade.grading.summary import summarise
+from regrade.grading.summary import RunSummary, summarise, verdict_counts
 from regrade.messages import first_few
-from regrade.grading.verdicts import VERDICTS
 
 LIBRARY_ERRORS = (RunError, ResultsError, PairingError, ValueError, OSError)
 
@@ -88,7 +87,6 @@ def library_errors(command: Callable) -> Callable:
     return wrapper
 
 
-SHOWN_IDS = 5  # task ids quoted in a warning
 POSITIVE_SECONDS = click.FloatRange(min=0, min_open=True)
 INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a program Ctrl-C stopped
 REPOSITORY = Path(__file__).resolve().parent.parent
@@ -105,7 +103,7 @@ def _debugging() -> bool:
 
 def progress(total: int, unit: str) -> Progress:
     """The progress display of this command line: none with -q."""
-    return Progress(total, unit, quiet=bool(click.get_current_context().find_root().params.get("quiet")))
+    return Progress(total, unit, quiet=quiet())
 
 
 class CommandLine(click.Group):
@@ -127,6 +125,7 @@ def run_options(command: Callable) -> Callable:
         click.option("--harbor", "harbor_jobs", multiple=True, metavar="[NAME=]JOB_DIR", help="With --dataset: a Harbor job folder as a condition (named after the folder unless NAME= is given; repeat): each trial's output workbooks from its collected artifacts, its verifier reward as the original grade (the layout of harbor 0.26's TrialPaths). A --condition folder that is a Harbor job is read as one."),
         click.option("--runs", "runs_dir", type=click.Path(path_type=Path, file_okay=False), help="With --dataset: every subfolder of this folder is a condition named after it (SpreadsheetBench's outputs/{setting}_{model}/)."),
         click.option("--allow-missing", is_flag=True, help="Grade a condition none of whose outputs exist (each a confirmed-fail, reason missing-output) instead of stopping with exit status 2."),
+        click.option("--tasks-with-outputs", is_flag=True, help="Grade only the tasks some condition has an output for (a pilot, a subset, one shard of a run): the dataset's other tasks are left out, counted and said, instead of graded as missing outputs. A task kept has every case graded in every condition; a missing one is still a failure."),
         click.option("--stack", default="default", show_default=True, help="Stack (agent/model) label for --dataset runs."),
         click.option("--benchmark", default="spreadsheetbench", show_default=True, help="Benchmark label for --dataset runs."),
         click.option("--manifest", type=click.Path(path_type=Path, dir_okay=False), help="CSV or JSONL manifest of cases instead of --dataset."),
@@ -139,22 +138,32 @@ def run_options(command: Callable) -> Callable:
 
 
 def load_cases(dataset: Path | None, conditions: tuple[str, ...], harbor_jobs: tuple[str, ...], runs_dir: Path | None,
-               stack: str, benchmark: str, manifest: Path | None, allow_missing: bool) -> LoadedRun:
-    """The run's cases, after its inventory is said on stderr (:mod:`regrade.runs.inventory`)."""
-    run = load_run(dataset, conditions, runs_dir, manifest, stack, benchmark, harbor_jobs)
+               stack: str, benchmark: str, manifest: Path | None, allow_missing: bool,
+               tasks_with_outputs: bool = False) -> LoadedRun:
+    """The run's cases, after its inventory is said on stderr (:mod:`regrade.runs.inventory`):
+    with -q only the lines that report something wrong."""
+    run = load_run(dataset, conditions, runs_dir, manifest, stack, benchmark, harbor_jobs, tasks_with_outputs)
     for inventory in run.inventories:
-        click.echo(inventory.message(), err=True)
-    for note in run.notes:
-        click.echo(note, err=True)
+        if not quiet() or not inventory.complete:
+            click.echo(inventory.message(), err=True)
+    for line in [*run.notes, *run.left_out.messages(dataset)]:
+        click.echo(line, err=True)
+    if (warning := run.most_outputs_missing()) is not None:
+        click.echo(warning, err=True)
     check_inventory(run.inventories, allow_missing, manifest)
     return run
+
+
+def quiet() -> bool:
+    """-q anywhere on the line: no progress, no lines that only report that all is well."""
+    return bool(click.get_current_context().find_root().params.get("quiet"))
 
 
 @click.group(cls=CommandLine)
 @click.version_option(package_name="regrade")
 @click.option("--debug", is_flag=True, help="Show tracebacks instead of short error messages (anywhere on the line).")
-@click.option("-q", "--quiet", is_flag=True, help="No progress on stderr; warnings and errors still show (anywhere "
-              "on the line).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress, inventory or summary on stderr; warnings, what was "
+              "missing or not judged, and errors still show (anywhere on the line).")
 def main(debug: bool, quiet: bool) -> None:
     """regrade: find which spreadsheet-benchmark failures are real.
 
@@ -177,8 +186,8 @@ def main(debug: bool, quiet: bool) -> None:
 @click.option("--format", "fmt", type=click.Choice(["jsonl"]), default="jsonl", show_default=True)
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), help="Write here instead of stdout.")
 @library_errors
-def grade_command(dataset, conditions, harbor_jobs, runs_dir, allow_missing, stack, benchmark, manifest, policy, timeout, values, fmt,
-                  output):
+def grade_command(dataset, conditions, harbor_jobs, runs_dir, allow_missing, tasks_with_outputs, stack, benchmark, manifest,
+                  policy, timeout, values, fmt, output):
     """Grade every case with one source of values; one JSON line per case.
 
     Each line has task_id, case, condition, passed (true, false, or null when the
@@ -190,7 +199,8 @@ def grade_command(dataset, conditions, harbor_jobs, runs_dir, allow_missing, sta
       regrade grade --values ironcalc --policy spreadsheetbench \\
           --dataset DATA --condition none=OUT_NONE
     """
-    cases = load_cases(dataset, conditions, harbor_jobs, runs_dir, stack, benchmark, manifest, allow_missing).cases
+    cases = load_cases(dataset, conditions, harbor_jobs, runs_dir, stack, benchmark, manifest, allow_missing,
+                       tasks_with_outputs).cases
     chosen = get_policy(policy)
     engine = open_engine(values, timeout)
     stored = open_engine("cached", timeout)
@@ -279,8 +289,9 @@ def chosen_quorum(quorum: int | None, engines: list[str]) -> int:
 @executor_options
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), required=True, help="Results file (JSON Lines) to write.")
 @library_errors
-def rescore_command(dataset, conditions, harbor_jobs, runs_dir, allow_missing, stack, benchmark, manifest, policy, timeout,
-                    engine_names, quorum, shallow, workers, cache_dir, no_cache, executor, scheduler, output):
+def rescore_command(dataset, conditions, harbor_jobs, runs_dir, allow_missing, tasks_with_outputs, stack, benchmark, manifest,
+                    policy, timeout, engine_names, quorum, shallow, workers, cache_dir, no_cache, executor, scheduler,
+                    output):
     """Grade every case value-only and with a full engine, and classify it.
 
     Verdicts: confirmed-pass, confirmed-fail, artifact (the value-only grade failed a
@@ -326,16 +337,24 @@ def rescore_command(dataset, conditions, harbor_jobs, runs_dir, allow_missing, s
       regrade rescore --dataset DATA --condition none=OUT_NONE \\
           --condition skills=OUT_SKILLS -o results.jsonl
     """
-    run = load_cases(dataset, conditions, harbor_jobs, runs_dir, stack, benchmark, manifest, allow_missing)
+    run = load_cases(dataset, conditions, harbor_jobs, runs_dir, stack, benchmark, manifest, allow_missing,
+                     tasks_with_outputs)
     engines = chosen_engines(engine_names)
     settings = RescoreSettings(policy, shallow, tuple(engines), timeout, quorum=chosen_quorum(quorum, engines))
     started = time.monotonic()
     check_executor(executor, scheduler)
+    left_out = run.left_out.to_json()
     records = run_rescore(run.cases, settings, workers,
                           None if no_cache else ResultCache(cache_dir or default_cache_dir()),
-                          output, {"command": "rescore"}, run.described_by, executor=executor, scheduler=scheduler)
+                          output, {"command": "rescore", "tasks_with_outputs": tasks_with_outputs}, run.described_by,
+                          executor=executor, scheduler=scheduler, left_out=left_out)
     click.echo(render(["verdict", "cases"], verdict_counts(records), "table"))
-    for line in summarise(records, time.monotonic() - started).lines(output):
+    say_summary(summarise(records, time.monotonic() - started, left_out), output)
+
+
+def say_summary(summary: RunSummary, results: Path | None) -> None:
+    """The run's summary on stderr; with -q only what was missing, broken, left out or not judged."""
+    for line in summary.lines(results, quiet()):
         click.echo(line, err=True)
 
 
@@ -358,7 +377,7 @@ def chosen_engines(names: str | None) -> list[str]:
 
 def run_rescore(cases: list[Case], settings: RescoreSettings, workers: int, cache: ResultCache | None, output: Path,
                 command: dict, described_by: list[Path], kept: bool = True, executor: str = "local",
-                scheduler: str | None = None) -> list[dict]:
+                scheduler: str | None = None, left_out: dict[str, list[str]] | None = None) -> list[dict]:
     """Rescore with progress, write the results file and return the case records.
     ``kept``: the results file outlives the command (the demo's scratch file does not)."""
     shown = progress(len(cases), "cases")
@@ -367,7 +386,7 @@ def run_rescore(cases: list[Case], settings: RescoreSettings, workers: int, cach
             _, records = rescore_to_file(cases, settings, output, workers, cache, lambda index, record, cached:
                                          shown.advance(f"{record['condition']} task {record['task_id']} case "
                                                        f"{record['case']}: {record['verdict']}", cached),
-                                         command, described_by, executor, scheduler)
+                                         command, described_by, executor, scheduler, left_out)
     except KeyboardInterrupt:
         done = f"{shown.done} of {len(cases)} cases were graded"
         click.echo(f"\n{done} and saved in the results cache; the same command resumes from there" if cache is not None
@@ -381,16 +400,11 @@ def run_rescore(cases: list[Case], settings: RescoreSettings, workers: int, cach
     return records
 
 
-def verdict_counts(records: list[dict]) -> list[dict]:
-    counts = Counter(r["verdict"] for r in records)
-    return [{"verdict": v, "cases": counts.get(v, 0)} for v in VERDICTS]
-
-
 TABLE_COLUMNS = ["stack", "benchmark", "condition", "grading", "n", "pass_rate_baseline", "pass_rate_treatment",
                  "gains", "regressions", "retained", "residual", "net", "delta", "ci_lower", "ci_upper", "p_value",
                  "p_adjusted"]
 FULL_TABLE_COLUMNS = [*TABLE_COLUMNS, "ci_method", "test", "correction", "family_size", "regression_tax", "normalized_gain",
-                      "unpaired", "trials_baseline", "trials_treatment", "noise_discordance", "noise_gains",
+                      "unpaired", "without_output", "original_from", "trials_baseline", "trials_treatment", "noise_discordance", "noise_gains",
                       "noise_regressions"]
 
 
@@ -464,10 +478,8 @@ def table_command(sources, scorer, baseline, ci, alpha, correction, unit, scorin
         for warning in results_warnings(Path(sources[0]), meta):
             click.echo(warning, err=True)
     comparisons = paired_table(records, baseline, ci, alpha, correction, unit, scoring, test)
-    for (stack, benchmark, condition), alone in unpaired_units(records, baseline, unit).items():
-        shown = first_few(alone, SHOWN_IDS)
-        click.echo(f"warning: {stack} / {benchmark} / {condition}: {len(alone)} {unit}s are in only one of it and "
-                   f"{baseline}, so out of n ({shown})", err=True)
+    for warning in table_warnings(comparisons, records, baseline, unit):
+        click.echo(warning, err=True)
     if not regraded:
         comparisons = [c for c in comparisons if c.grading == "original"]
     rows = [c.as_row() for c in comparisons]
@@ -488,6 +500,8 @@ def table_command(sources, scorer, baseline, ci, alpha, correction, unit, scorin
         click.echo(f"p_value: {test} {'sign' if scoring == 'soft' else 'McNemar'} test; p_adjusted: {correction} over "
                    f"a family of {comparisons[0].family_size} comparisons per grading; interval: "
                    f"{comparisons[0].ci_method}, {100 * (1 - alpha):g}%")
+        click.echo(f"gradings: original is {ORIGINAL_MEANINGS[original_from(rows)]}"
+                   + ("; regraded is recomputed by full engines where they could decide" if regraded else ""))
     for grading, total in aggregate(comparisons).items():
         if total["gains"] or total["regressions"] or grading == "original":
             offset = "-" if total["share_offset"] is None else f"{100 * total['share_offset']:.0f}%"

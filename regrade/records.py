@@ -33,6 +33,7 @@ class Provenance(BaseModel):
     settings: dict[str, Any]
     engines: dict[str, str]
     inputs: dict[str, str | None]
+    left_out: dict[str, list[str]] = {}  # the dataset's tasks not graded, by why (regrade.runs.load.LeftOut)
 
 
 class CellRecord(BaseModel):

@@ -188,12 +188,13 @@ def rescore_run(
 def rescore_to_file(cases: list[Case], settings: RescoreSettings, output: Path, workers: int = 1,
                     cache: ResultCache | None = None, on_record: Callable[[int, dict, bool], None] | None = None,
                     command: dict | None = None, described_by: Sequence[Path] = (), executor: str = "local",
-                    scheduler: str | None = None) -> tuple[dict, list[dict]]:
+                    scheduler: str | None = None, left_out: dict[str, list[str]] | None = None) -> tuple[dict, list[dict]]:
     """Rescore and write the results file, provenance first (:mod:`regrade.results`); return both.
 
     Records go to a hidden ``.partial`` file beside ``output`` as they finish; ``output`` itself
     is written once, complete. ``command`` and ``described_by`` (dataset.json or the manifest)
-    go into the provenance record."""
+    go into the provenance record, and ``left_out``: the dataset's tasks not graded, by why
+    (:class:`regrade.runs.load.LeftOut`)."""
     partial = output.parent / f".{output.name}.partial"
     output.parent.mkdir(parents=True, exist_ok=True)
     partial.unlink(missing_ok=True)
@@ -203,10 +204,11 @@ def rescore_to_file(cases: list[Case], settings: RescoreSettings, output: Path, 
         {**(command or {}), "policy": settings.policy, "shallow": settings.shallow, "full": list(settings.engines),
          "timeout_s": settings.timeout_s, "bridge_work": settings.bridge_work, "quorum": settings.quorum,
          "workers": workers, "executor": executor, "scheduler": scheduler,
-         "cache": str(cache.directory) if cache else None},
+         "cache": cache is not None},
         engine_versions(settings),
         inputs,
     )
+    record["left_out"] = left_out or {}
     write_jsonl(output, [record, *records])
     partial.unlink(missing_ok=True)
     return record, records

@@ -4,6 +4,7 @@ import json
 import os
 import re
 from html.parser import HTMLParser
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -123,7 +124,11 @@ def test_what_an_agent_wrote_is_escaped(demo, tmp_path):
 def test_a_case_in_two_results_files_is_an_error(demo, tmp_path):
     results, _, _, _ = demo
     result = invoke("report", results, results, "-o", tmp_path / "twice.html")
-    assert result.exit_code != 0 and "is in two results files" in result.output
+    assert result.exit_code != 0 and "is named twice" in result.output
+    copy = tmp_path / "copy.jsonl"
+    copy.write_bytes(Path(results).read_bytes())
+    result = invoke("report", results, copy, "-o", tmp_path / "twice.html")
+    assert result.exit_code != 0 and f"is in two of them ({results} and {copy})" in result.output
     assert not (tmp_path / "twice.html").exists()
 
 

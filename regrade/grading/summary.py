@@ -11,9 +11,29 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from regrade.grading.verdicts import ARTIFACT, ENGINES_DISAGREE, INVALID_GOLDEN, UNEVALUABLE
+from regrade.grading.verdicts import ARTIFACT, ENGINES_DISAGREE, INVALID_GOLDEN, UNEVALUABLE, VERDICTS
+from regrade.workbook.screening import HOSTILE_REASONS
 
 MISSING_OUTPUT = "missing-output"
+SHOWN_VERDICTS = (*VERDICTS, MISSING_OUTPUT)  # a missing output is a failure of the run, not a judged one
+
+
+def shown_verdict(record: dict) -> str:
+    """The verdict a table shows: ``missing-output`` for a case with no output (its recorded
+    verdict is confirmed-fail, so that the paired table counts it as a failure), else the verdict."""
+    return MISSING_OUTPUT if MISSING_OUTPUT in (record.get("reasons") or []) else record["verdict"]
+
+
+def verdict_counts(records: list[dict]) -> list[dict]:
+    """Cases per shown verdict (:func:`shown_verdict`), every verdict listed."""
+    counts = Counter(shown_verdict(r) for r in records)
+    return [{"verdict": v, "cases": counts.get(v, 0)} for v in SHOWN_VERDICTS]
+
+
+def broken_outputs(records: list[dict]) -> Counter:
+    """Outputs that are no workbook a spreadsheet program opens (random bytes, a truncated zip,
+    an encrypted or renamed .xls file ...), by reason: genuine failures (confirmed-fail), counted."""
+    return Counter(reason for r in records for reason in (r.get("reasons") or []) if reason in HOSTILE_REASONS)
 
 
 @dataclass
@@ -22,32 +42,61 @@ class RunSummary:
     value_only_failures: int = 0
     artifacts: int = 0
     not_judged: Counter = field(default_factory=Counter)  # by reason: missing-output, invalid-golden, unevaluable: <reason>
+    broken: Counter = field(default_factory=Counter)  # outputs no spreadsheet program opens, by reason (confirmed-fail)
     seconds: float | None = None
+    left_out: dict[str, int] = field(default_factory=dict)  # the dataset's tasks not graded, by why (LeftOut)
+    conditions: list[str] = field(default_factory=list)  # the run's conditions, in name order
 
     @property
     def headline(self) -> str:
         return f"{self.artifacts} of {self.value_only_failures} value-only failures were grader artifacts " \
                "(correct when recomputed)"
 
-    def lines(self, results: Path | None = None) -> list[str]:
-        """The summary for stderr, ending with the commands to run next on ``results``."""
+    def lines(self, results: Path | None = None, quiet: bool = False) -> list[str]:
+        """The summary for stderr, ending with the commands to run next on ``results``; with
+        ``quiet`` only what a reader must not miss (:meth:`warnings`)."""
+        if quiet:
+            return self.warnings()
         timing = f" in {self.seconds:.0f} s" if self.seconds is not None else ""
-        lines = [f"{self.cases} cases graded{timing}.", self.headline + "."]
+        lines = [f"{self.cases} cases graded{timing}.", self.headline + ".", *self.warnings()]
+        if results is not None:
+            if "none" in self.conditions or len(self.conditions) < 2:
+                lines.append(f"Next: regrade table {results}   (paired before/after tables)")
+            else:
+                lines.append(f"Next: regrade table {results} --baseline CONDITION   (paired before/after tables; no "
+                             f"condition is named none, so name the baseline: {', '.join(self.conditions)})")
+            lines.append(f"      regrade diff {results} --cells   (every cell either grading failed, and why)")
+            lines.append(f"      regrade report {results} -o report.html   (one HTML page to share)")
+        return lines
+
+    def warnings(self) -> list[str]:
+        """What could not be judged, was missing, broken or left out: said even with -q."""
+        lines = []
         judged_not = sum(self.not_judged.values())
         if judged_not:
             parts = ", ".join(f"{count} {reason}" for reason, count in sorted(self.not_judged.items(),
                                                                                key=lambda item: (-item[1], item[0])))
             lines.append(f"{judged_not} of {self.cases} cases were not judged: {parts}.")
-        if results is not None:
-            lines.append(f"Next: regrade table {results}   (paired before/after tables)")
-            lines.append(f"      regrade diff {results} --cells   (every cell the two gradings disagree on, and why)")
-            lines.append(f"      regrade report {results} -o report.html   (one HTML page to share)")
+        missing = self.not_judged.get(MISSING_OUTPUT, 0)
+        if missing * 2 > self.cases and not self.left_out.get("without_outputs"):
+            lines.append(f"Most cases ({missing} of {self.cases}) had no output: if the run covered part of the "
+                         "benchmark, run again with --tasks-with-outputs (finished cases come from the cache).")
+        if self.broken:
+            parts = ", ".join(f"{count} {reason}" for reason, count in sorted(self.broken.items()))
+            lines.append(f"{sum(self.broken.values())} outputs are no workbook a spreadsheet program opens ({parts}): "
+                         "genuine failures, counted as confirmed-fail.")
+        if any(self.left_out.values()):
+            parts = ", ".join(f"{count} {why.replace('_', ' ')}" for why, count in self.left_out.items() if count)
+            lines.append(f"Tasks of the dataset left out: {parts}.")
         return lines
 
 
-def summarise(records: list[dict], seconds: float | None = None) -> RunSummary:
-    """The summary of a run's case records."""
-    summary = RunSummary(cases=len(records), seconds=seconds)
+def summarise(records: list[dict], seconds: float | None = None, left_out: dict[str, list[str]] | None = None) -> RunSummary:
+    """The summary of a run's case records (``left_out``: the dataset's tasks not graded, by why)."""
+    conditions = {r["condition"] for r in records}
+    summary = RunSummary(cases=len(records), seconds=seconds, broken=broken_outputs(records),
+                         left_out={why: len(tasks) for why, tasks in (left_out or {}).items()},
+                         conditions=sorted(conditions))
     for record in records:
         if record.get("shallow_pass") is False:
             summary.value_only_failures += 1

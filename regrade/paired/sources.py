@@ -36,29 +36,43 @@ def load_outcomes(sources: Sequence[str], scorer: str | None = None) -> TableOut
     combined = TableOutcomes(None)
     provenances = []
     origin: dict[tuple, Path] = {}
+    named: dict[Path, str] = {}
     for text in sources:
         name, path = _named(text)
         if not path.exists():
             raise ResultsError(f"results file {path} does not exist")
+        if path.resolve() in named:
+            raise ResultsError(f"{path} is named twice ({named[path.resolve()]} and {text}): name each source once")
+        named[path.resolve()] = text
         if path.is_dir() or (path.is_file() and is_inspect_log(path)):
             records = _inspect_outcomes(name, path, scorer, combined.notes)
-            for record in records:
-                key = (record["stack"], record["benchmark"], record["condition"], record["task_id"], record["trial"])
-                if key in origin:
-                    raise ResultsError(f"sample {record['task_id']} epoch {record['trial']} of condition "
-                                       f"{record['condition']} is in two logs ({origin[key]} and {path}): "
-                                       "name each log once")
-                origin[key] = path
+            refuse_duplicates(records, path, origin, "sample {task_id} epoch {trial} of condition {condition}", "log")
             combined.records += records
             continue
         if name is not None:
             raise ResultsError(f"{text}: NAME=PATH names the condition of an inspect_ai log, and {path} is not one "
                                "(a results or outcomes file names its own conditions)")
         provenance, records = read_outcomes(path)
+        refuse_duplicates(records, path, origin, "task {task_id} case {case} trial {trial} of condition {condition}",
+                           "results or outcomes file")
         provenances.append(provenance)
         combined.records += records
     combined.provenance = provenances[0] if len(provenances) == 1 and len(sources) == 1 else None
     return combined
+
+
+def refuse_duplicates(records: list[dict], path: Path, origin: dict[tuple, Path], what: str, kind: str) -> None:
+    """A :class:`ResultsError` where a case is given twice (in two sources, or twice in one):
+    merging them would change the numbers without a word."""
+    for record in records:
+        fields = {"task_id": record["task_id"], "case": record.get("case") or 1, "trial": record.get("trial") or 1,
+                  "condition": record["condition"]}
+        key = (record.get("stack"), record.get("benchmark"), *fields.values())
+        if key in origin:
+            where = f"twice in {path}" if origin[key] == path else f"in two of them ({origin[key]} and {path})"
+            raise ResultsError(f"{what.format(**fields)} is {where}: name each {kind} once; to compare two runs "
+                               "of one condition, give them different condition names or trials")
+        origin[key] = path
 
 
 def _named(text: str) -> tuple[str | None, Path]:

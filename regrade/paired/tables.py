@@ -9,7 +9,8 @@ task paired on ``task_id`` is one of:
 
 Two gradings are tabled. ``original``: the run's own grade (``original_pass``, or
 ``passed`` in an outcomes file) where given, else regrade's shallow (value-only)
-grade. ``regraded``: the full grade where an engine could evaluate the case, else the
+grade, its reproduction of the benchmark's grader; each comparison says which
+(``original_from``: ``run``, ``value-only`` or ``mixed``). ``regraded``: the full grade where an engine could evaluate the case, else the
 original grade (an unevaluable case is not corrected). A case with no grade at all
 (its golden or position unreadable) counts as a fail, as the official grader counts
 an exception.
@@ -33,9 +34,12 @@ import re
 from collections import defaultdict
 from dataclasses import asdict, dataclass
 
+from regrade.messages import first_few
 from regrade.paired.stats import CORRECTIONS, INTERVALS, TESTS, adjust, mcnemar, mean_interval, newcombe_interval, wald_interval
 
 GRADINGS = ("original", "regraded")
+MISSING_OUTPUT = "missing-output"
+ORIGINAL_SOURCES = ("run", "value-only", "mixed")
 UNITS = ("task", "case")
 AGGREGATES = ("hard", "soft")
 
@@ -61,6 +65,8 @@ class Comparison:
     retained: int
     residual: int
     unpaired: int
+    without_output: int  # paired units with no output in either condition (every case missing-output)
+    original_from: str  # what the original grading is: the run's own grades, regrade's value-only ones, or mixed
     delta: float
     ci_lower: float | None
     ci_upper: float | None
@@ -134,6 +140,35 @@ def case_grade(record: dict, grading: str) -> bool:
     return original if full is None else passed_value(full)
 
 
+def _group(record: dict) -> Group:
+    return (str(record.get("stack", "default")), str(record.get("benchmark", "")), str(record["condition"]))
+
+
+def _unit(record: dict, unit: str) -> str:
+    return str(record["task_id"]) if unit == "task" else f"{record['task_id']}/{record.get('case', 1)}"
+
+
+def units_without_output(records: list[dict], unit: str = "task") -> dict[Group, set[str]]:
+    """Per group, the units none of whose cases has an output (reason ``missing-output``)."""
+    has_output: dict[Group, dict[str, bool]] = defaultdict(dict)
+    for record in records:
+        key = _unit(record, unit)
+        missing = MISSING_OUTPUT in (record.get("reasons") or [])
+        group = has_output[_group(record)]
+        group[key] = group.get(key, False) or not missing
+    return {g: {u for u, found in units.items() if not found} for g, units in has_output.items()}
+
+
+def original_sources(records: list[dict]) -> dict[Group, set[str]]:
+    """Per group, where its original grades come from: ``run`` (the run's own: original_pass,
+    or passed in an outcomes file) and/or ``value-only`` (regrade's reproduction of the grader)."""
+    found: dict[Group, set[str]] = defaultdict(set)
+    for record in records:
+        own = record.get("original_pass") is not None or record.get("passed") is not None
+        found[_group(record)].add("run" if own else "value-only")
+    return found
+
+
 def group_outcomes(records: list[dict], grading: str, unit: str = "task", soft: bool = False) -> dict[Group, Outcomes]:
     """Score per unit and trial, per (stack, benchmark, condition)."""
     if grading not in GRADINGS:
@@ -145,8 +180,7 @@ def group_outcomes(records: list[dict], grading: str, unit: str = "task", soft: 
         missing = [k for k in ("condition", "task_id") if record.get(k) in (None, "")]
         if missing:
             raise PairingError(f"record {number} lacks {', '.join(missing)}")
-        group = (str(record.get("stack", "default")), str(record.get("benchmark", "")), str(record["condition"]))
-        key = str(record["task_id"]) if unit == "task" else f"{record['task_id']}/{record.get('case', 1)}"
+        group, key = _group(record), _unit(record, unit)
         try:
             grade = case_grade(record, grading)
         except ValueError as exc:
@@ -186,17 +220,25 @@ def paired_table(
     if not 0 < alpha < 1:
         raise PairingError(f"alpha must lie between 0 and 1, not {alpha}")
     rows: list[Comparison] = []
+    without_output = units_without_output(records, unit)
+    sources = original_sources(records)
     for grading in GRADINGS:
         outcomes = group_outcomes(records, grading, unit, soft)
         bases = {(s, b): o for (s, b, c), o in outcomes.items() if c == baseline}
         if not bases:
             conditions = sorted({c for (_, _, c) in outcomes})
-            raise PairingError(f"no baseline condition {baseline!r} in the outcomes (conditions: {', '.join(conditions)})")
+            raise PairingError(f"no baseline condition {baseline!r} in the outcomes (conditions: {', '.join(conditions)}); "
+                               f"name the one to pair against with --baseline (baseline= in Python)")
         family = [_counts(bases[(s, b)], o) + ((s, b, c),) for (s, b, c), o in sorted(outcomes.items())
                   if c != baseline and (s, b) in bases]
         p_values = [mcnemar(f[1]["regressions"], f[1]["gains"], test) for f in family]
         adjusted = adjust(p_values, correction)
         for (base, counts, (stack, benchmark, condition)), p, p_adj in zip(family, p_values, adjusted):
+            base_group = (stack, benchmark, baseline)
+            counts["without_output"] = len(counts["shared"] & without_output.get(base_group, set())
+                                           & without_output.get((stack, benchmark, condition), set()))
+            found = sources[base_group] | sources[(stack, benchmark, condition)]
+            counts["original_from"] = found.pop() if len(found) == 1 else "mixed"
             rows.append(_comparison(stack, benchmark, condition, baseline, grading, base, counts, ci, alpha,
                                     (p, test), p_adj, correction, len(family)))
     return rows
@@ -215,6 +257,23 @@ def unpaired_units(records: list[dict], baseline: str = "none", unit: str = "tas
         if alone:
             found[(stack, benchmark, condition)] = alone
     return found
+
+
+def table_warnings(comparisons: list[Comparison], records: list[dict], baseline: str = "none",
+                   unit: str = "task") -> list[str]:
+    """What a reader of the table must be told: units in only one condition of a pair (out of
+    n), and comparisons most of whose units have no output in either condition (a run over
+    part of the benchmark, tabled as if over all of it)."""
+    warnings = []
+    for (stack, benchmark, condition), alone in unpaired_units(records, baseline, unit).items():
+        warnings.append(f"warning: {stack} / {benchmark} / {condition}: {len(alone)} {unit}s are in only one of it "
+                        f"and {baseline}, so out of n ({first_few(alone, 5)})")
+    for c in comparisons:
+        if c.grading == "original" and c.without_output * 2 > c.n:
+            warnings.append(f"warning: {c.stack} / {c.benchmark} / {c.condition}: {c.without_output} of its {c.n} "
+                            f"{unit}s have no output in it or in {c.baseline}: they count as failures in both. If the "
+                            "run covered part of the benchmark, rescore with --tasks-with-outputs")
+    return warnings
 
 
 def _natural(text: str) -> list:
@@ -269,6 +328,7 @@ def _comparison(stack: str, benchmark: str, condition: str, baseline: str, gradi
         stack=stack, benchmark=benchmark, condition=condition, baseline=baseline, grading=grading, n=n,
         pass_rate_baseline=p0, pass_rate_treatment=p1,
         gains=gains, regressions=regressions, retained=retained, residual=residual, unpaired=counts["unpaired"],
+        without_output=counts["without_output"], original_from=counts["original_from"],
         delta=delta, ci_lower=lower, ci_upper=upper, ci_method=ci,
         p_value=p[0], test=p[1], p_adjusted=p_adjusted, correction=correction, family_size=family_size,
         regression_tax=regressions / gains if gains else None,

@@ -34,6 +34,8 @@ PAPER_HEADERS: dict[str, tuple[str, str]] = {
     "retained": ("Retained", "count"),
     "residual": ("Residual", "count"),
     "unpaired": ("Unpaired", "count"),
+    "without_output": ("Without output", "count"),
+    "original_from": ("Original grades", "text"),
     "net": ("Net", "signed-count"),
     "delta": ("Δ", "signed"),
     "interval": ("CI", "interval"),
@@ -64,6 +66,21 @@ TEST_SOURCES = {"exact": "", "mid-p": " (Fagerland, Lydersen and Laake 2013)"}
 CORRECTION_NAMES = {"bonferroni": "Bonferroni", "holm": "Holm"}
 
 
+ORIGINAL_MEANINGS = {
+    "run": "the run's own grades",
+    "value-only": "the value-only grade (the benchmark's grader reading the cached values, as regrade reproduces it; "
+                  "the run carries no grades of its own)",
+    "mixed": "the run's own grades where it carries them, else the value-only grade as regrade reproduces it",
+}
+
+
+def original_from(rows: list[dict]) -> str:
+    """What the rows' original grading is, together (:data:`ORIGINAL_MEANINGS`); rows of
+    another grader's outcomes carry no such field: their grades are the run's own."""
+    found = {r.get("original_from", "run") for r in rows}
+    return found.pop() if len(found) == 1 else "mixed"
+
+
 def paper_columns(rows: list[dict], chosen: list[str] | None = None) -> list[str]:
     """The columns to typeset: ``chosen`` as given, or the defaults without a constant stack or benchmark."""
     if chosen:
@@ -90,8 +107,8 @@ def note(rows: list[dict], alpha: float, percent: bool, unit: str = "task") -> s
                 f"adjusted p: {CORRECTION_NAMES[correction]} over a family of {first['family_size']} comparisons "
                 f"per grading")
     gradings = {r["grading"] for r in rows}
-    graded = ("Original: the run's own grades; regraded: recomputed by full engines where they could decide. "
-              if gradings == {"original", "regraded"} else "")
+    graded = (f"Original: {ORIGINAL_MEANINGS[original_from(rows)]}; regraded: recomputed by full engines where they "
+              "could decide. " if gradings == {"original", "regraded"} else "")
     return (f"{scope}, each condition against the baseline {first['baseline']}. {graded}"
             f"Rates, Δ and interval in {points}. Δ is {change}, with its {level} "
             f"{INTERVAL_NAMES[first['ci_method']]}; p: the {test}; {adjusted}.")

@@ -16,6 +16,7 @@ from pathlib import Path
 from regrade.grading.reasons import meaning
 from regrade.grading.summary import summarise
 from regrade.grading.verdicts import VERDICTS
+from regrade.paired.sources import refuse_duplicates
 from regrade.paired.tables import changed_transitions, paired_table
 from regrade.results import ResultsError, read_results, require_rescored, results_warnings
 
@@ -106,20 +107,17 @@ def build_report(paths: list[Path], baseline: str = "none", ci: str = "newcombe"
     """The report of one or several rescore results files (their cases taken together)."""
     if not paths:
         raise ResultsError("name at least one results file")
+    twice = [str(p) for p in paths if [q.resolve() for q in paths].count(p.resolve()) > 1]
+    if twice:
+        raise ResultsError(f"{twice[0]} is named twice: name each results file once")
     sources, records, warnings = [], [], []
     seen: dict[tuple, Path] = {}
     for path in paths:
         provenance, found = read_results(path)
         require_rescored(path, found)
         warnings += results_warnings(path, provenance)
-        for record in found:
-            key = (record["stack"], record["benchmark"], record["condition"], record["task_id"], record["case"],
-                   record.get("trial") or 1)
-            if key in seen:
-                raise ResultsError(f"case {record['task_id']}/{record['case']} (trial {key[-1]}) of condition "
-                                   f"{record['condition']} is in two results files ({seen[key]} and {path}): "
-                                   "name each results file once")
-            seen[key] = path
+        refuse_duplicates(found, path, seen, "task {task_id} case {case} trial {trial} of condition {condition}",
+                          "results file")
         sources.append(Source(str(path), provenance or {}, len(found), _inputs_digest(provenance or {})))
         records += found
     comparisons = [c.as_row() for c in paired_table(records, baseline, ci, alpha, correction, test=test)]

@@ -123,16 +123,19 @@ def find_output(output_dir: Path, task_id: str, case: int) -> Path:
 def spreadsheetbench_cases(
     dataset_dir: Path, conditions: dict[str, Path], stack: str = "default", benchmark: str = "spreadsheetbench"
 ) -> list[Case]:
-    """Every (condition, task, test case) of a SpreadsheetBench-layout run."""
+    """Every (condition, task, test case) of a SpreadsheetBench-layout run. A task whose
+    ``spreadsheet/<id>/`` holds no answer file has no case: :func:`tasks_without_answer_files`
+    names them, for the caller to say."""
     if not conditions:
-        raise RunError("name at least one condition: --condition NAME=OUTPUT_DIR")
+        raise ArgumentError("name at least one condition: --condition NAME=OUTPUT_DIR")
     for name, folder in conditions.items():
+        if folder.is_file():
+            raise ArgumentError(f"output folder {folder} of condition {name!r} is a file: --condition takes "
+                                "NAME=FOLDER, the folder that holds the condition's <n>_<id>_output.xlsx files")
         if not folder.is_dir():
-            raise RunError(f"output folder {folder} of condition {name!r} does not exist")
+            raise ArgumentError(f"output folder {folder} of condition {name!r} does not exist")
     cases: list[Case] = []
-    for number, record in enumerate(load_dataset(dataset_dir), start=1):
-        task_id, position, sheet = task_fields(dataset_dir / "dataset.json", number, record)
-        goldens = golden_files(dataset_dir, task_id)
+    for task_id, position, sheet, goldens in dataset_tasks(dataset_dir):
         for condition, output_dir in conditions.items():
             for number, golden in goldens.items():
                 cases.append(
@@ -149,6 +152,21 @@ def spreadsheetbench_cases(
                     )
                 )
     return cases
+
+
+def dataset_tasks(dataset_dir: Path) -> list[tuple[str, str, str | None, dict[int, Path]]]:
+    """Each task of ``dataset.json``: its id, answer position and sheet, and its golden files by case."""
+    tasks = []
+    for number, record in enumerate(load_dataset(dataset_dir), start=1):
+        task_id, position, sheet = task_fields(dataset_dir / "dataset.json", number, record)
+        tasks.append((task_id, position, sheet, golden_files(dataset_dir, task_id)))
+    return tasks
+
+
+def tasks_without_answer_files(dataset_dir: Path) -> list[str]:
+    """The tasks of ``dataset.json`` whose ``spreadsheet/<id>/`` holds no answer file: they
+    have no test case to grade, which the caller must say (never dropped without a word)."""
+    return [task_id for task_id, _, _, goldens in dataset_tasks(dataset_dir) if not goldens]
 
 
 def task_fields(path: Path, number: int, record: object) -> tuple[str, str, str | None]:

@@ -35,6 +35,11 @@ class ConditionInventory:
     missing_answers: list[Path] = field(default_factory=list)
     unmatched: list[Path] = field(default_factory=list)  # workbook-like files of its folders that no case reads
 
+    @property
+    def complete(self) -> bool:
+        """Every case has its output and answer file, and no file of the folder is left unread."""
+        return not (self.missing or self.missing_answers or self.unmatched)
+
     def to_json(self) -> dict:
         return {"condition": self.condition, "cases": self.cases, "outputs_found": self.found,
                 "outputs_missing": len(self.missing), "answers_missing": len(self.missing_answers),
@@ -90,7 +95,11 @@ def unmatched_files(folder: Path, expected: set[Path]) -> list[Path]:
 def check_inventory(inventories: list[ConditionInventory], allow_missing: bool, manifest: Path | None = None) -> None:
     """Raise :class:`EmptyCondition` where no case has its answer file, or a condition has no
     output at all, unless ``allow_missing``. ``manifest``: the run's manifest, whose folder its
-    relative paths are read from (the message says so)."""
+    relative paths are read from (the message says so). A run with no case at all is an
+    error whatever ``allow_missing`` says: there is nothing to grade."""
+    if not inventories:
+        raise EmptyCondition("the run has no case to grade: no task of the dataset has an answer file"
+                             + (", or none has an output (--tasks-with-outputs)" if not manifest else ""))
     if allow_missing:
         return
     hint = f"; a manifest's paths are read relative to the manifest's own folder, {manifest.parent}" if manifest else ""
