@@ -392,6 +392,8 @@ def run_rescore(cases: list[Case], settings: RescoreSettings, workers: int, cach
         click.echo(f"\n{done} and saved in the results cache; the same command resumes from there" if cache is not None
                    else f"\n{done}; with --no-cache none is kept, so the same command starts over", err=True)
         raise
+    if quiet():
+        return records
     click.echo(f"wrote {len(records)} cases to {output}" if kept else
                f"graded {len(records)} cases (pass -o FILE to keep the results)", err=True)
     if len(settings.engines) > 1:
@@ -531,8 +533,9 @@ def chosen_columns(names: str | None, paper: bool) -> list[str] | None:
 
 @main.command("diff")
 @click.argument("results", type=click.Path(path_type=Path, dir_okay=False))
-@click.option("--cells", "show_cells", is_flag=True, help="List every differing cell: case, cell, formula, shallow value, "
-              "each engine's value, golden value and reason.")
+@click.option("--cells", "show_cells", is_flag=True, help="List every graded cell that either grading failed: case, "
+              "cell, formula, shallow value, each engine's value, golden value and reason (wrong-value where both "
+              "failed it).")
 @click.option("--rules", "by_rule", is_flag=True, help="Count the engines' abstentions on graded cells by rule id "
               "(see `regrade rules`): cells and cases per rule and engine.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
@@ -544,10 +547,12 @@ def diff_command(results, show_cells, by_rule, fmt):
     answer cells hold formulas, how many were already correct (artifact), genuinely
     wrong, unevaluable, split the engines, or had a golden that cannot judge; and
     how many value-only passes were wrong (false-pass). --rules counts the engines'
-    abstentions by rule id. --cells lists every cell on
-    which the grades differ with its reason (uncached-formula, stale-cache,
-    unsupported-in-recalc, type-mismatch, rounding, date-serial,
-    spill-not-materialised, wrong-sheet, ...).
+    abstentions by rule id. --cells lists every graded cell that either grading
+    failed, with its reason: where the two grades differ, why (uncached-formula,
+    stale-cache, unsupported-in-recalc, type-mismatch, rounding, date-serial,
+    spill-not-materialised, ...); where both failed it, wrong-value; where the
+    engines could not decide it, their reason. The column artifact counts what
+    the other commands call artifact: failures that were correct when recomputed.
 
     \b
     Example:

@@ -135,8 +135,10 @@ def read_results(path: Path) -> tuple[dict | None, list[dict]]:
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
+            _refuse_one_document(path, lines)
             raise ResultsError(f"{path} line {number} is not JSON: {exc}") from exc
         if not isinstance(record, dict):
+            _refuse_one_document(path, lines)
             raise ResultsError(f"{path} line {number} is not a JSON object")
         kind = record.get("record", "case")
         if kind == "provenance":
@@ -146,6 +148,21 @@ def read_results(path: Path) -> tuple[dict | None, list[dict]]:
     if not cases:
         raise ResultsError(f"{path} holds no case records")
     return provenance, cases
+
+
+def _refuse_one_document(path: Path, lines: list[str]) -> None:
+    """A :class:`ResultsError` saying so where the file is one JSON document (a benchmark's
+    dataset.json, a JSON report) rather than JSON Lines of records."""
+    try:
+        document = json.loads("".join(lines))
+    except json.JSONDecodeError:
+        return
+    what = f"a list of {len(document)} items" if isinstance(document, list) else type(document).__name__
+    hint = " (is it a benchmark's dataset.json? that goes to regrade rescore --dataset)" \
+        if isinstance(document, list) and document and isinstance(document[0], dict) and "answer_position" in document[0] \
+        else ""
+    raise ResultsError(f"{path} is one JSON document ({what}), not JSON Lines{hint}: this reads results files "
+                       "(regrade rescore -o) and outcomes files, one JSON record per line (or CSV)")
 
 
 def require_rescored(path: Path, records: list[dict]) -> None:

@@ -95,9 +95,9 @@ def test_diff_summarises_the_demo_as_the_study_does():
     verdicts = list(expected_verdicts().values())
     assert overall["condition"] == "(all)" and overall["cases"] == 45
     assert overall["failures"] == 33  # value-only failures (see fixtures/demo-run/expected.json)
-    assert overall["already_correct"] == verdicts.count("artifact") == 18
+    assert overall["artifact"] == verdicts.count("artifact") == 18
     assert overall["false_pass"] == verdicts.count("false-pass") == 2
-    parts = ("already_correct", "genuinely_wrong", "unevaluable", "engines_disagree", "invalid_golden")
+    parts = ("artifact", "genuinely_wrong", "unevaluable", "engines_disagree", "invalid_golden")
     assert sum(overall[p] for p in parts) == overall["formula_failures"]
     # anthropic's 32293 case 1: =XLOOKUP(...) written by openpyxl, Excel's answer 0.56 at B14
     (b14,) = [c for c in differing_cells(records)

@@ -2,7 +2,7 @@
 
 The summary is the one the Regression Tax study reports: of the value-only
 failures whose answer cells hold formulas, how many were already correct
-(``artifact``), genuinely wrong (``confirmed-fail``), or could not be evaluated;
+(column ``artifact``), genuinely wrong (``confirmed-fail``), or could not be evaluated;
 with the engine disagreements, the invalid goldens, and the passes that were
 wrong (``false-pass``). Overall and per (stack, benchmark, condition), with the graded cells
 that one engine decided alone (``decided_by_one``: the others abstained; none at quorum 2).
@@ -16,7 +16,7 @@ from typing import Iterable
 
 from regrade.grading.verdicts import ARTIFACT, CONFIRMED_FAIL, ENGINES_DISAGREE, FALSE_PASS, INVALID_GOLDEN, UNEVALUABLE
 
-SUMMARY_COLUMNS = ["stack", "benchmark", "condition", "cases", "failures", "formula_failures", "already_correct",
+SUMMARY_COLUMNS = ["stack", "benchmark", "condition", "cases", "failures", "formula_failures", "artifact",
                    "genuinely_wrong", "unevaluable", "engines_disagree", "invalid_golden", "false_pass",
                    "decided_by_one"]
 CELL_COLUMNS = ["stack", "benchmark", "condition", "task_id", "case", "cell", "formula", "shallow", "engines", "golden",
@@ -46,7 +46,7 @@ def _row(key: tuple[str, str, str], records: list[dict]) -> dict:
         "cases": len(records),
         "failures": len(failures),
         "formula_failures": len(formula_failures),
-        "already_correct": count(ARTIFACT),
+        "artifact": count(ARTIFACT),
         "genuinely_wrong": count(CONFIRMED_FAIL),
         "unevaluable": count(UNEVALUABLE),
         "engines_disagree": count(ENGINES_DISAGREE),
@@ -60,14 +60,15 @@ def _row(key: tuple[str, str, str], records: list[dict]) -> dict:
 def sentence(row: dict) -> str:
     """The study's sentence for one summary row."""
     return (f"Of {row['formula_failures']} formula-bearing failures ({row['failures']} failures in {row['cases']} cases), "
-            f"{row['already_correct']} were already correct, {row['genuinely_wrong']} genuinely wrong, "
+            f"{row['artifact']} were already correct (artifact), {row['genuinely_wrong']} genuinely wrong, "
             f"{row['unevaluable']} unevaluable, {row['engines_disagree']} split the engines and "
             f"{row['invalid_golden']} had a golden that cannot judge; {row['false_pass']} passes were wrong."
             + ("" if row["decided_by_one"] is None else f" {row['decided_by_one']} graded cells were decided by one engine alone."))
 
 
 def differing_cells(records: Iterable[dict]) -> list[dict]:
-    """Every cell on which the shallow and the full grade differ, or both fail, with the reason."""
+    """Every graded cell that either grading failed, with the reason: where the shallow and the
+    full grade differ, why; ``wrong-value`` where both failed it."""
     rows = []
     for record in records:
         for cell in record.get("cells", []):

@@ -85,7 +85,9 @@ def _named(text: str) -> tuple[str | None, Path]:
 def _inspect_outcomes(name: str | None, path: Path, scorer: str | None, notes: list[str]) -> list[dict]:
     files = log_files(path)
     if not files:
-        raise ResultsError(f"{path} holds no inspect_ai log (.eval or .json)")
+        raise ResultsError(f"{path} is a folder with no inspect_ai log (.eval or .json) in it: regrade table reads "
+                           "results files (regrade rescore -o), outcomes files (CSV or JSON Lines) and NAME=LOG "
+                           "inspect_ai logs; a folder of output workbooks is graded with regrade rescore first")
     records = []
     for file in files:
         try:

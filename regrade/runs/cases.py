@@ -191,7 +191,8 @@ def run_conditions(runs_dir: Path) -> dict[str, Path]:
     """``--runs DIR``: every subfolder of DIR is a condition named after it (SpreadsheetBench's
     own ``outputs/{setting}_{model}/``). Hidden folders are skipped."""
     if not runs_dir.is_dir():
-        raise RunError(f"runs folder {runs_dir} does not exist")
+        raise ArgumentError(f"runs folder {runs_dir} " + ("is a file, not a folder" if runs_dir.is_file()
+                                                          else "does not exist"))
     found = {p.name: p for p in sorted(runs_dir.iterdir()) if p.is_dir() and not p.name.startswith(".")}
     if not found:
         raise RunError(f"runs folder {runs_dir} has no subfolders: each condition's outputs go in a folder of their own")

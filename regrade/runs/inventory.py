@@ -11,6 +11,7 @@ answer files exist (a manifest whose paths were written relative to another fold
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from regrade.runs.cases import Case, RunError
 
 WORKBOOK_SUFFIXES = (".xlsx", ".xlsm", ".xls", ".xlsb", ".ods", ".csv")  # what an agent may have written as its output
 SHOWN = 3  # file names quoted in a message
+OUTPUT_NAME = re.compile(r"^\d+_.+_output ?\.xlsx$")  # named as an output is: a case the dataset does not have
 
 
 class EmptyCondition(RunError):
@@ -34,16 +36,17 @@ class ConditionInventory:
     missing: list[Path] = field(default_factory=list)  # where each missing output was expected
     missing_answers: list[Path] = field(default_factory=list)
     unmatched: list[Path] = field(default_factory=list)  # workbook-like files of its folders that no case reads
+    unknown_tasks: list[Path] = field(default_factory=list)  # named <n>_<id>_output.xlsx for an id the dataset lacks
 
     @property
     def complete(self) -> bool:
         """Every case has its output and answer file, and no file of the folder is left unread."""
-        return not (self.missing or self.missing_answers or self.unmatched)
+        return not (self.missing or self.missing_answers or self.unmatched or self.unknown_tasks)
 
     def to_json(self) -> dict:
         return {"condition": self.condition, "cases": self.cases, "outputs_found": self.found,
                 "outputs_missing": len(self.missing), "answers_missing": len(self.missing_answers),
-                "unmatched_files": len(self.unmatched),
+                "unmatched_files": len(self.unmatched), "outputs_of_unknown_tasks": len(self.unknown_tasks),
                 "first_missing": str(self.missing[0]) if self.missing else None,
                 "first_unmatched": [str(p) for p in self.unmatched[:SHOWN]]}
 
@@ -59,6 +62,11 @@ class ConditionInventory:
             more = f" and {len(self.unmatched) - SHOWN} more" if len(self.unmatched) > SHOWN else ""
             text += f"; {len(self.unmatched)} files match no case ({names}{more}): outputs are read as " \
                     "<n>_<id>_output.xlsx"
+        if self.unknown_tasks:
+            names = ", ".join(p.name for p in self.unknown_tasks[:SHOWN])
+            more = f" and {len(self.unknown_tasks) - SHOWN} more" if len(self.unknown_tasks) > SHOWN else ""
+            text += f"; {len(self.unknown_tasks)} outputs name a task or test case the dataset does not have " \
+                    f"({names}{more}): is --dataset the benchmark they were run on?"
         return text
 
 
@@ -79,7 +87,10 @@ def take_inventory(cases: list[Case], folders: dict[str, Path] | None = None) ->
         expected.setdefault(case.condition, set()).add(case.output_path.resolve())
     for condition, folder in (folders or {}).items():
         if condition in by_condition:
-            by_condition[condition].unmatched = unmatched_files(folder, expected.get(condition, set()))
+            unread = unmatched_files(folder, expected.get(condition, set()))
+            inventory = by_condition[condition]
+            inventory.unknown_tasks = [p for p in unread if OUTPUT_NAME.match(p.name)]
+            inventory.unmatched = [p for p in unread if not OUTPUT_NAME.match(p.name)]
     return list(by_condition.values())
 
 
