@@ -41,6 +41,7 @@ from regrade.paired.tables import (
 )
 from regrade.audit.probes import MATRIX, OUTCOMES, load_matrix, record_matrix, run_pack
 from regrade.audit.probes import scores as probe_scores
+from regrade.render.pipes import tolerate_closed_pipes
 from regrade.render.progress import Progress
 from regrade.render.paper import ORIGINAL_MEANINGS, PAPER_FORMATS, PAPER_HEADERS, original_from, paper_table
 from regrade.render.rows import FORMATS, TABLE_FORMATS, render
@@ -70,8 +71,6 @@ def library_errors(command: Callable) -> Callable:
     def wrapper(*args, **kwargs):
         try:
             return command(*args, **kwargs)
-        except BrokenPipeError:
-            raise  # the reader of stdout went away (regrade table x | head): click stops quietly
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
             raise click.exceptions.Exit(INTERRUPTED) from None
@@ -114,7 +113,12 @@ class CommandLine(click.Group):
         for flag, spellings in (("--debug", ("--debug",)), ("--quiet", ("-q", "--quiet"))):
             if any(w in spellings for w in words[1:]):
                 words = [flag, *(w for w in words if w not in spellings)]
-        return super().main(words, *rest, **extra)
+        streams = sys.stdout, sys.stderr
+        tolerate_closed_pipes()  # a reader that goes away (| head) costs no work and is no error
+        try:
+            return super().main(words, *rest, **extra)
+        finally:
+            sys.stdout, sys.stderr = streams
 
 
 def run_options(command: Callable) -> Callable:

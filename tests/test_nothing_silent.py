@@ -211,10 +211,27 @@ def test_a_closed_pipe_ends_the_command_quietly(tmp_path):
 
     rows = [("none", str(n), n % 2 == 0) for n in range(400)] + [("skill", str(n), True) for n in range(400)]
     path = _results(tmp_path, rows, None)
-    run = subprocess.run(f"{sys.executable} -m regrade diff {path} --cells --format csv | head -1; "
-                         f"{sys.executable} -m regrade table {path} --format csv | head -c 10",
-                         shell=True, capture_output=True, text=True, timeout=120)
-    assert "Broken pipe" not in run.stderr and "Traceback" not in run.stderr, run.stderr
+    for _ in range(3):  # the reader may go before or after the first write: each try is a race
+        run = subprocess.run(f"set -o pipefail; {sys.executable} -m regrade diff {path} --cells --format csv | head -1; "
+                             f"echo diff=$?; {sys.executable} -m regrade table {path} --format csv | true; "  # gone before a write
+                             "echo table=$?", shell=True, executable="/bin/bash", capture_output=True, text=True,
+                             timeout=120)
+        assert "Broken pipe" not in run.stderr and "Traceback" not in run.stderr, run.stderr
+        assert "diff=0" in run.stdout and "table=0" in run.stdout, run.stdout  # the reader said enough: no error
+
+
+def test_a_closed_stderr_costs_no_work(tmp_path):
+    import subprocess
+    import sys
+
+    require_engines("ironcalc")
+    results = tmp_path / "r.jsonl"
+    run = subprocess.run(f"set -o pipefail; {sys.executable} -m regrade rescore --dataset {DEMO / 'dataset'} "
+                         f"--runs {DEMO / 'outputs'} --engines ironcalc --workers 2 --no-cache -o {results} 2>&1 "
+                         "| head -1; echo rescore=$?", shell=True, executable="/bin/bash", capture_output=True,
+                         text=True, timeout=600)
+    assert "rescore=0" in run.stdout, run.stdout + run.stderr
+    assert len(results.read_text().splitlines()) == 1 + 45  # provenance and every case: nothing lost
 
 
 def test_ctrl_c_exits_130_and_says_how_much_is_saved(tmp_path):
