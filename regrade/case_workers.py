@@ -48,11 +48,16 @@ KILL_GRACE_S = 5.0  # after SIGTERM, before SIGKILL
 class WorkerJob:
     """What a case worker runs, in the worker: ``start`` once (open the engines), ``grade``
     for each case sent, ``stop`` when it leaves (close them). Module-level functions (or
-    partials of them), so that a spawned worker can be sent them."""
+    partials of them), so that a spawned worker can be sent them.
+
+    ``grade_or_later``, where given, is tried first on each case: None means "send it again
+    later" (the engines it needs are still starting); the parent sends it once more, after the
+    cases queued behind it, to ``grade``, which always answers."""
 
     start: Callable[[], None]
     grade: Callable[[Any], dict]
     stop: Callable[[], None]
+    grade_or_later: Callable[[Any], dict | None] | None = None
 
 
 class WorkerDied(Exception):
@@ -79,16 +84,17 @@ class CaseWorker:
         self.case: int | None = None
         self.kept: Hashable = None  # what it kept from its last case (grade_in_workers' affinity)
 
-    def send(self, index: int, case: Any) -> None:
+    def send(self, index: int, case: Any, first_try: bool = False) -> None:
+        """Send a case; on its ``first_try`` the job may answer None, "later" (:class:`WorkerJob`)."""
         try:
-            self.connection.send(case)
+            self.connection.send((case, first_try))
         except (OSError, ValueError):
             pass  # a worker already gone: its sentinel says so to the next wait
         self.case = index
 
-    def answer(self) -> dict:
-        """The grading of the case sent, once the pipe or the process's end has been seen;
-        :class:`WorkerDied` if the worker ended without one."""
+    def answer(self) -> dict | None:
+        """The grading of the case sent (None: send it again later), once the pipe or the
+        process's end has been seen; :class:`WorkerDied` if the worker ended without one."""
         self.case = None
         try:
             if self.connection.poll():
@@ -101,7 +107,9 @@ class CaseWorker:
         """Send one case and wait for its grading (:class:`WorkerDied` if the worker ends first)."""
         self.send(0, case)
         multiprocessing.connection.wait([self.connection, self.process.sentinel])
-        return self.answer()
+        grading = self.answer()
+        assert grading is not None  # not a first try: the job grades it
+        return grading
 
     def ask_to_leave(self, interrupt: bool) -> None:
         """Ask the worker to close its engines and end; a busy one is first told of the Ctrl-C
@@ -155,12 +163,13 @@ def grade_in_workers(cases: Sequence[Any], todo: Iterable[int], workers: int, jo
     queue = _Queue(cases, todo, affinity)
     died: list[int] = []
     pool: list[CaseWorker] = []
+    later: set[int] = set()  # cases a worker asked to have again later (job.grade_or_later): their last try
     with CtrlC() as ctrl_c:
         try:
             while queue or any(w.case is not None for w in pool):
                 while queue and (idle := _idle_worker(pool, workers, job, context)) is not None:
                     index, idle.kept = queue.take(idle.kept, {w.kept for w in pool if w.case is not None})
-                    idle.send(index, cases[index])
+                    idle.send(index, cases[index], first_try=job.grade_or_later is not None and index not in later)
                 for worker in _answered(pool, ctrl_c):
                     held = worker.case
                     assert held is not None
@@ -170,6 +179,10 @@ def grade_in_workers(cases: Sequence[Any], todo: Iterable[int], workers: int, jo
                         pool.remove(worker)
                         stop_workers([worker])
                         died.append(held)
+                        continue
+                    if grading is None:  # its engines are starting: after the cases queued now
+                        later.add(held)
+                        queue.put_back(held)
                         continue
                     finish(held, grading)
                     ctrl_c.raise_if_pressed()
@@ -204,6 +217,10 @@ class _Queue:
 
     def __bool__(self) -> bool:
         return bool(self.groups)
+
+    def put_back(self, index: int) -> None:
+        """A case to send again after every case queued now (a group of its own)."""
+        self.groups[("again", index)] = deque([index])
 
     def take(self, kept: Hashable, busy: set[Hashable]) -> tuple[int, Hashable]:
         """A case and its group for a worker that kept ``kept``, while busy workers keep
@@ -241,6 +258,7 @@ def _graded_alone(cases: Sequence[Any], index: int, job: WorkerJob, context: Con
         return False
     finally:
         stop_workers([worker], interrupt=ctrl_c.pressed)
+    assert grading is not None  # not a first try: the job grades it
     finish(index, grading)
     return True
 
@@ -309,14 +327,15 @@ def _serve(job: WorkerJob, connection: Connection, inherited: list[Connection]) 
     try:
         while True:
             try:
-                case = connection.recv()
+                sent = connection.recv()
             except (EOFError, OSError):
                 return
-            if case is None:
+            if sent is None:
                 return
+            case, first_try = sent
             try:
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-                grading = job.grade(case)
+                grading = job.grade_or_later(case) if first_try and job.grade_or_later else job.grade(case)
             finally:
                 _hold_ctrl_c()
             try:

@@ -614,13 +614,11 @@ def report_command(results, output, baseline, ci, alpha, correction, test, title
       regrade report none.jsonl skills.jsonl --baseline none --test mid-p -o report.html
     """
     report = build_report(list(results), baseline, ci, alpha, correction, test)
-    for warning in report.warnings:
+    for warning in [*report.warnings, *report.pairing_warnings]:
         click.echo(warning, err=True)
     size = write_page(report, output, title)
-    judged_not = sum(count for _, count in report.not_judged())
-    if judged_not:
-        reasons = ", ".join(f"{count} {reason}" for reason, count in report.not_judged())
-        click.echo(f"{judged_not} of {len(report.records)} cases were not judged: {reasons}.", err=True)
+    for line in summarise(report.records, left_out=report.left_out()).warnings():
+        click.echo(line, err=True)
     click.echo(f"wrote {output} ({size / 1024:.0f} KB: {len(report.records)} cases, "
                f"{len(report.comparisons)} comparisons)", err=True)
 

@@ -29,7 +29,7 @@ from regrade.engines.registry import open_engine
 from regrade.grading.policies import get_policy
 from regrade.limits import DeadlineExceeded, deadline
 from regrade.provenance import git_revision, provenance, regrade_version, sha256_file
-from regrade.grading.rescore import CaseResult, rescore_case
+from regrade.grading.rescore import CaseResult, EnginesStarting, rescore_case
 from regrade.results import case_fields, grading_fields, write_jsonl
 from regrade.runs.cases import Case
 from regrade.grading.verdicts import UNEVALUABLE
@@ -169,7 +169,13 @@ def rescore_run(
         elif todo and (workers <= 1 or len(todo) == 1):
             _open_worker_engines(settings)
             try:
-                for index in todo:
+                later = []
+                for index in todo:  # the cases that need no engine first, while the engines start
+                    if (grading := _grade_or_later(cases[index])) is None:
+                        later.append(index)
+                    else:
+                        finish(index, grading, False)
+                for index in later:
                     finish(index, _grade(cases[index]), False)
             finally:
                 _close_worker_engines()
@@ -256,6 +262,8 @@ def _open_worker_engines(settings: RescoreSettings) -> None:
     _WORKER["policy"] = get_policy(settings.policy)
     _WORKER["shallow"] = open_engine(settings.shallow, settings.timeout_s, as_grader=True, bridge_work=settings.bridge_work)
     _WORKER["fulls"] = [open_engine(name, settings.timeout_s, bridge_work=settings.bridge_work) for name in settings.engines]
+    for engine in [_WORKER["shallow"], *_WORKER["fulls"]]:  # each in a process of its own: they start together
+        engine.start_in_background()
 
 
 def _close_worker_engines() -> None:
@@ -274,7 +282,7 @@ def preload_engines(settings: RescoreSettings) -> None:
 def rescoring_job(settings: RescoreSettings) -> WorkerJob:
     """What a case worker does for a rescore (:mod:`regrade.case_workers`): open this run's
     engines once, grade each case sent under its limit, close the engines when it leaves."""
-    return WorkerJob(functools.partial(_open_worker_engines, settings), _grade, _close_worker_engines)
+    return WorkerJob(functools.partial(_open_worker_engines, settings), _grade, _close_worker_engines, _grade_or_later)
 
 
 def case_limit_s(settings: RescoreSettings) -> float:
@@ -285,15 +293,19 @@ def case_limit_s(settings: RescoreSettings) -> float:
     return settings.timeout_s * (len(settings.engines) + 3)
 
 
-def rescore_case_grading(case: Case) -> dict:
+def rescore_case_grading(case: Case, defer: bool = False) -> dict | None:
     """One case's grading with this worker's engines; a fault of regrade's own on this case
     costs this case only (``internal-error``, never cached) and the run goes on. Everything
-    done for the case runs under its limit (:func:`case_limit_s`)."""
+    done for the case runs under its limit (:func:`case_limit_s`). ``defer``: None where the
+    case needs the full engines and they are still starting (grade it later: the cases that
+    need none are graded, and kept, meanwhile)."""
     settings: RescoreSettings = _WORKER["settings"]
     try:
         with deadline(case_limit_s(settings)):
             result = rescore_case(case, _WORKER["policy"], _WORKER["shallow"], _WORKER["fulls"],
-                                  _WORKER["settings"].quorum)
+                                  _WORKER["settings"].quorum, defer)
+    except EnginesStarting:
+        return None
     except DeadlineExceeded as exc:
         _close_worker_engines()  # a worker may still be busy with this case: start afresh
         _open_worker_engines(settings)
@@ -305,4 +317,10 @@ def rescore_case_grading(case: Case) -> dict:
 
 
 def _grade(case: Case) -> dict:
-    return rescore_case_grading(case)
+    grading = rescore_case_grading(case)
+    assert grading is not None  # not deferred: it waits for the engines
+    return grading
+
+
+def _grade_or_later(case: Case) -> dict | None:
+    return rescore_case_grading(case, defer=True)

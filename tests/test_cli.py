@@ -69,6 +69,7 @@ def test_rescore_writes_provenance_then_cases_and_prints_verdict_counts(manifest
         "engines-disagree      0\n"
         "unevaluable           0\n"
         "invalid-golden        0\n"
+        "missing-output        0\n"
     )
     records = [json.loads(line) for line in out.read_text().splitlines()]
     provenance, none, community = records
@@ -102,6 +103,9 @@ def test_table_before_and_after(manifest, tmp_path):
         "\n"
         "p_value: exact McNemar test; p_adjusted: bonferroni over a family of 1 comparisons per grading; "
         "interval: newcombe, 95%\n"
+        "gradings: original is the value-only grade (the benchmark's grader reading the cached values, as regrade "
+        "reproduces it; the run carries no grades of its own); regraded is recomputed by full engines where they could "
+        "decide\n"
         "original: 0 gains, 0 regressions, - of gains offset\n"
         "regraded: 0 gains, 1 regressions, - of gains offset\n"
         "regrading changed community: gains +0, regressions +1, retained -1, residual +0, net -1\n"
@@ -117,7 +121,8 @@ def test_table_before_and_after(manifest, tmp_path):
     assert markdown[-1].startswith("*Note.* s / b, each condition against the baseline none.")
     assert invoke("table", out, "--format", "latex").stdout.splitlines()[:4] == [
         "\\begin{table}", "\\centering", "\\caption{s / b, each condition against the baseline none. Original: the "
-        "run's own grades; regraded: recomputed by full engines where they could decide. Rates, $\\Delta$ and interval "
+        "value-only grade (the benchmark's grader reading the cached values, as regrade reproduces it; the run carries "
+        "no grades of its own); regraded: recomputed by full engines where they could decide. Rates, $\\Delta$ and interval "
         "in fractions. $\\Delta$ is the change of pass rate, treatment minus baseline, over the N paired tasks, with its "
         "95\\% Newcombe hybrid score interval (method 10); p: the two-sided exact McNemar test on the discordant tasks; "
         "adjusted p: Bonferroni over a family of 1 comparisons per grading.}", "\\begin{tabular}{llrrrrrrrrrr}"]
@@ -152,6 +157,7 @@ def test_demo_prints_verdicts_table_and_artifact_count():
         "engines-disagree      0\n"
         "unevaluable           0\n"
         "invalid-golden        0\n"
+        "missing-output        0\n"
         "\n"
         "stack       benchmark         condition  grading   n  pass_rate_baseline  pass_rate_treatment  gains  regressions  retained  residual  net  delta   ci_lower  ci_upper  p_value  p_adjusted\n"
         "----------  ----------------  ---------  --------  -  ------------------  -------------------  -----  -----------  --------  --------  ---  ------  --------  --------  -------  ----------\n"
@@ -226,7 +232,7 @@ def test_diff_prints_the_summary_and_every_differing_cell(tmp_path):
     assert invoke("demo", "--engines", "ironcalc", "-o", results).exit_code == 0
     summary = invoke("diff", results)
     assert summary.exit_code == 0, summary.output
-    assert ("overall: Of 24 formula-bearing failures (33 failures in 45 cases), 18 were already correct, "
+    assert ("overall: Of 24 formula-bearing failures (33 failures in 45 cases), 18 were already correct (artifact), "
             "6 genuinely wrong, 0 unevaluable") in summary.stdout
     cells = invoke("diff", results, "--cells", "--format", "csv")
     assert cells.exit_code == 0, cells.output

@@ -88,12 +88,14 @@ def test_the_paired_row_shows_the_tables_numbers_for_both_gradings(demo):
     for grading in ("original", "regraded"):
         r = by_grading[grading]
         sign = lambda v: "0.0" if round(100 * v, 1) == 0 else f"{100 * v:+.1f}".replace("-", "−")  # noqa: E731
-        expected += [str(r["gains"]), str(r["regressions"]), f"{r['net']:+d}".replace("-", "−") if r["net"] else "0",
+        expected += [f"{100 * r['pass_rate_baseline']:.1f}", f"{100 * r['pass_rate_treatment']:.1f}",
+                     str(r["gains"]), str(r["regressions"]), f"{r['net']:+d}".replace("-", "−") if r["net"] else "0",
                      sign(r["delta"]), f"[{sign(r['ci_lower'])}, {sign(r['ci_upper'])}]", f"{r['p_value']:.3f}",
                      f"{r['p_adjusted']:.3f}"]
     assert cells == expected
     # by hand (expected.json): anthropic's 15 failures were all artifacts, so regraded it gains three tasks
-    assert cells[9:12] == ["3", "0", "+3"]
+    assert cells[13:16] == ["3", "0", "+3"]
+    assert cells[11:13] == ["40.0", "100.0"]  # two of five tasks pass under none; all five, regraded, under anthropic
 
 
 def test_the_page_fetches_nothing(demo):
@@ -190,7 +192,8 @@ def test_tasks_in_only_one_condition_are_said(demo, tmp_path):
     partial.write_text("\n".join(kept) + "\n")
     page = tmp_path / "partial.html"
     assert invoke("report", partial, "-o", page).exit_code == 0
-    assert "warning: 1 tasks are in only one of community and none, so out of its n." in page.read_text()
+    assert ("warning: demo-agent / spreadsheetbench / community: 1 tasks are in only one of it and none, so out of "
+            "n (32293)") in page.read_text()
 
 
 def test_the_plot_is_the_same_svg_for_the_same_rows():

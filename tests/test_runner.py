@@ -122,6 +122,7 @@ def test_a_worker_that_dies_costs_only_its_own_case(monkeypatch):
     cases = demo_cases()[:6]
     monkeypatch.setenv("REGRADE_TEST_DOOMED", str(cases[3].output_path))
     monkeypatch.setattr(runner, "_grade", die_on_doomed_output)
+    monkeypatch.setattr(runner, "_grade_or_later", die_on_doomed_output)  # a case's first try
     records = rescore_run(cases, SETTINGS, workers=2)
     monkeypatch.undo()
     verdicts = [(r["verdict"], r["reasons"]) for r in records]
@@ -161,6 +162,7 @@ def test_a_ctrl_c_of_the_run_alone_stops_its_busy_workers_and_leaves_no_process(
     monkeypatch.setenv("REGRADE_TEST_DOOMED", str(cases[doomed].output_path))
     monkeypatch.setenv("REGRADE_TEST_MARK", str(tmp_path / "stalled case finished"))
     monkeypatch.setattr(runner, "_grade", stall_on_doomed_output)
+    monkeypatch.setattr(runner, "_grade_or_later", stall_on_doomed_output)  # a case's first try
     finished: list[int] = []
     before = set(multiprocessing.active_children())  # engine workers earlier tests left in this process
 
@@ -178,3 +180,28 @@ def test_a_ctrl_c_of_the_run_alone_stops_its_busy_workers_and_leaves_no_process(
     assert len(finished) == 2 and doomed not in finished
     assert set(multiprocessing.active_children()) <= before  # no case worker, nor anything it started
     assert not (tmp_path / "stalled case finished").exists()  # stopped mid-case, not waited for
+
+
+def test_cases_that_need_no_engine_are_graded_while_the_engines_start(tmp_path):
+    """A Ctrl-C in the first seconds keeps work: the engines start in the background, and a case
+    that needs them waits until the cases that need none are graded (and cached)."""
+    import openpyxl
+
+    from regrade.runs.cases import Case
+    from tests.conftest import demo_task_dataset, require_engines
+
+    require_engines("libreoffice")  # soffice takes seconds to start: the formula case comes back later
+    data = demo_task_dataset(tmp_path / "data", "59511")
+    golden = data / "spreadsheet" / "59511" / "1_59511_answer.xlsx"
+    formulas, constants = tmp_path / "formulas.xlsx", tmp_path / "constants.xlsx"
+    openpyxl.load_workbook(golden).save(formulas)  # its answer formulas without cached values
+    openpyxl.load_workbook(golden, data_only=True).save(constants)  # Excel's values as constants
+    cases = [Case(condition=name, task_id="59511", case=1, output_path=path, answer_path=golden,
+                  answer_position="F2:F6") for name, path in (("formulas", formulas), ("constants", constants))]
+    finished: list[str] = []
+    settings = RescoreSettings("spreadsheetbench", "cached", ("libreoffice",), 60.0)
+    records = rescore_run(cases, settings, workers=1, on_record=lambda i, record, cached: finished.append(
+        record["condition"]))
+    assert finished == ["constants", "formulas"]  # in the order they were done ...
+    assert [r["condition"] for r in records] == ["formulas", "constants"]  # ... and the records in case order
+    assert [r["verdict"] for r in records] == ["artifact", "confirmed-pass"]  # Excel's values, computed or kept

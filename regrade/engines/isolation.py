@@ -67,6 +67,7 @@ class IsolatedEngine:
         self._scratch: weakref.finalize | None = None  # removes the worker's temporary folder, however it ends
         self._served = 0
         self._preloaded = False
+        self._awaiting_ready = False  # started in the background; its "ready" not yet read
 
     def version(self) -> str:
         return self.engine.version()
@@ -76,6 +77,22 @@ class IsolatedEngine:
 
     def start(self) -> None:
         return None  # the worker starts its engine when it starts
+
+    def start_in_background(self) -> None:
+        """Start the worker and its engine now without waiting for it (LibreOffice's soffice takes
+        seconds): the first workbook waits for what is left of the start, and :meth:`starting`
+        says meanwhile whether the engine is still getting ready."""
+        if self._worker is None:
+            self._spawn()
+
+    def starting(self) -> bool:
+        """True while an engine started in the background has not yet said it is ready (or failed)."""
+        if not self._awaiting_ready or self._connection is None:
+            return False
+        try:
+            return not self._connection.poll(0)
+        except (EOFError, OSError):
+            return False
 
     def preload(self) -> None:
         """The engine's preload, here, once: every worker forked from now on inherits it. One
@@ -88,7 +105,7 @@ class IsolatedEngine:
             self._preloaded = True
 
     def evaluate(self, path: Path, cells: Sequence[CellRef]) -> WorkbookValues:
-        fresh = self._worker is None
+        fresh = self._worker is None or self._served == 0  # a crash in a worker that served others: tried again
         values = self._evaluate_once(path, list(cells))
         if not fresh and values.failure is not None and values.failure.reason in _FRESH_START_FAULTS:
             values = self._evaluate_once(path, list(cells))  # the workbook's own verdict, in a fresh worker
@@ -122,6 +139,7 @@ class IsolatedEngine:
         if self._scratch is not None:  # the copies a killed worker was computing (linked, dated ...)
             self._scratch()
         self._worker, self._connection, self._scratch, self._served = None, None, None, 0
+        self._awaiting_ready = False
 
     def __del__(self) -> None:
         try:
@@ -132,8 +150,9 @@ class IsolatedEngine:
     def _evaluate_once(self, path: Path, cells: list[CellRef]) -> WorkbookValues:
         if self._worker is None or not self._worker.is_alive() or self._served >= WORKBOOKS_PER_WORKER:
             self.close()
-            if (failure := self._start()) is not None:
-                return WorkbookValues(failure=failure)
+            self._spawn()
+        if self._awaiting_ready and (failure := self._await_ready()) is not None:
+            return WorkbookValues(failure=failure)
         assert self._connection is not None and self._worker is not None
         try:
             spent_before = process_tree_cpu_seconds(self._worker.pid) if self._worker.pid is not None else None
@@ -176,8 +195,8 @@ class IsolatedEngine:
             if time.monotonic() - started > wall_backstop_s(limit):
                 return f"{self.name} was still at work after {wall_backstop_s(limit):g} s"
 
-    def _start(self) -> WorkbookFailure | None:
-        """A fresh worker with its engine started (outside any workbook's time), or why not."""
+    def _spawn(self) -> None:
+        """A fresh worker, starting its engine (outside any workbook's time); :meth:`_await_ready` waits for it."""
         context = multiprocessing.get_context("fork")
         ours, theirs = context.Pipe(duplex=True)
         remove_stale_scratch()
@@ -190,8 +209,14 @@ class IsolatedEngine:
         self._worker.start()
         theirs.close()
         self._connection = ours
+        self._awaiting_ready = True
+
+    def _await_ready(self) -> WorkbookFailure | None:
+        """Wait for the worker's engine to say it is ready; None once it is, or why it is not."""
+        assert self._connection is not None
+        self._awaiting_ready = False
         try:
-            ready = ours.poll(START_TIMEOUT_S) and ours.recv()
+            ready = self._connection.poll(START_TIMEOUT_S) and self._connection.recv()
         except (EOFError, OSError):
             ready = None
         if ready is True:

@@ -338,7 +338,9 @@ def grade(
             result.message = f"the output has no sheet {', '.join(sorted(map(repr, missing_sheets)))}"
     elif mismatches:
         result.passed, result.reason = False, "wrong-value"
-        result.message = f"{len(mismatches)} of {len(targets)} graded cells differ from the golden"
+        verb = "differs" if len(mismatches) == 1 else "differ"
+        result.message = f"{len(mismatches)} of {len(targets)} graded cell{'' if len(targets) == 1 else 's'} {verb} " \
+                         "from the golden"
     elif result.cells:
         abstentions = [c.value for c in result.cells if isinstance(c.value, CannotEvaluate)]
         details = sorted({f"{a.key}: {a.detail}" for a in abstentions})

@@ -20,6 +20,13 @@ VERDICT_MEANINGS: dict[str, str] = {
     "invalid-golden": "the golden cannot judge: unreadable, its answer formulas never computed, or volatile",
 }
 
+TRANSITION_MEANINGS: dict[str, str] = {  # a task against the baseline, in the paired table
+    "gain": "the task fails under the baseline and passes under the condition",
+    "regression": "the task passes under the baseline and fails under the condition",
+    "retained": "the task passes under both",
+    "residual": "the task fails under both",
+}
+
 REASONS: dict[str, str] = {
     # a graded cell on which the two grades disagree
     "unsupported-in-recalc": "the value-only grader's recalculation could not compute it (gnumeric's #NAME? for AGGREGATE)",
@@ -73,6 +80,8 @@ def meaning(reason_id: str) -> str:
     """What ``reason_id`` (a verdict, a reason or a rule id) means; a plain note when it is unknown."""
     if reason_id in VERDICT_MEANINGS:
         return VERDICT_MEANINGS[reason_id]
+    if reason_id in TRANSITION_MEANINGS:
+        return TRANSITION_MEANINGS[reason_id]
     rule = next((r for r in RULES if r.id == reason_id), None)
     if rule is not None:  # a rule says more than the kind of abstention it shares a name with
         return rule.why

@@ -23,7 +23,9 @@ from regrade.grading.grade import (
 from regrade.grading.dated import DATED_GOLDEN, SAVE_DAY_UNKNOWN, dated_cells, reproducing_days, too_large_to_date
 from regrade.runs.cases import Case
 from regrade.workbook.today import dated_workbook
-from regrade.grading.verdicts import CONFIRMED_FAIL, INVALID_GOLDEN, UNEVALUABLE, cell_reason, classify
+from regrade.grading.verdicts import (
+    ARTIFACT, CONFIRMED_FAIL, FALSE_PASS, INVALID_GOLDEN, UNEVALUABLE, cell_reason, classify,
+)
 
 
 @dataclass
@@ -50,9 +52,17 @@ class CaseResult:
     decided_by_one: int = 0  # graded cells whose recomputed value one engine alone gave (the others abstained)
 
 
-def rescore_case(case: Case, policy: Policy, shallow: Engine, fulls: Sequence[Engine], quorum: int = 1) -> CaseResult:
+class EnginesStarting(Exception):
+    """The case needs the full engines and they are still starting: grade it later
+    (:func:`rescore_case` with ``defer``), and the cases that need none meanwhile."""
+
+
+def rescore_case(case: Case, policy: Policy, shallow: Engine, fulls: Sequence[Engine], quorum: int = 1,
+                 defer: bool = False) -> CaseResult:
     """Grade ``case`` with the value-only view and the consensus of the full engines
-    (``quorum``: how many of them must compute a cell, :mod:`regrade.grading.consensus`)."""
+    (``quorum``: how many of them must compute a cell, :mod:`regrade.grading.consensus`).
+    ``defer``: raise :class:`EnginesStarting` instead of waiting for engines that are still
+    starting (what is graded does not depend on it, only when)."""
     try:
         golden = load_golden(case.answer_path)
         targets = golden.targets(policy, case.answer_position, case.answer_sheet)
@@ -70,18 +80,28 @@ def rescore_case(case: Case, policy: Policy, shallow: Engine, fulls: Sequence[En
         return CaseResult(case, None, None, UNEVALUABLE, [stored.failure.reason],
                           f"the value-only reading ({shallow.name}) failed: {stored.failure.detail}")
     if (problem := golden.problem(targets)) is not None:
+        if defer and dated_cells(golden, targets) and _starting(fulls):
+            raise EnginesStarting(case.task_id)
         return _dated(case, policy, shallow, fulls, quorum, golden, targets, stored, problem)
-    return _graded(case, policy, shallow, fulls, quorum, golden, targets, stored, case.output_path)
+    return _graded(case, policy, shallow, fulls, quorum, golden, targets, stored, case.output_path, defer)
+
+
+def _starting(engines: Sequence[Engine]) -> bool:
+    """Whether any engine started in the background is still getting ready
+    (:meth:`regrade.engines.isolation.IsolatedEngine.starting`)."""
+    return any(getattr(engine, "starting", lambda: False)() for engine in engines)
 
 
 def _graded(case: Case, policy: Policy, shallow: Engine, fulls: Sequence[Engine], quorum: int, golden: Golden,
-            targets: list[CellRef], stored: WorkbookValues, computed: Path) -> CaseResult:
+            targets: list[CellRef], stored: WorkbookValues, computed: Path, defer: bool = False) -> CaseResult:
     """The case's grades: the value-only view ``stored`` of the output, and the consensus of
     the full engines computing ``computed`` (the output, or its dated copy)."""
     spilled = spilled_cells(case.output_path, stored)
     if not (computable := engine_cells(targets, stored, spilled)):
         agreed = of_constants(stored)  # the graded cells hold constants: no engine could change them
     else:
+        if defer and _starting(fulls):
+            raise EnginesStarting(case.task_id)
         agreed = consensus(policy, stored, {e.name: e.evaluate(computed, computable) for e in fulls}, spilled, quorum)
     shallow_grade = grade(policy, targets, golden, shallow.name, stored)
     full_grade = grade(policy, targets, golden, "+".join(e.name for e in fulls), agreed.view, recomputed=True)
@@ -94,9 +114,18 @@ def _graded(case: Case, policy: Policy, shallow: Engine, fulls: Sequence[Engine]
     cells = _disagreements(golden, shallow_grade, full_grade, agreed, spilled)
     reasons = [r for r in (shallow_grade.reason, full_grade.reason) if r and r != "wrong-value"]
     reasons += [c.reason for c in cells]
-    message = full_grade.message or shallow_grade.message
+    message = _message(verdict, shallow_grade, full_grade)
     decided_by_one = sum(agreed.decided_by.get(t) == 1 for t in targets) if len(fulls) > 1 else 0
     return CaseResult(case, shallow_pass, full_pass, verdict, sorted(set(reasons)), message, cells, decided_by_one)
+
+
+def _message(verdict: str, shallow: Grade, full: Grade) -> str:
+    """The case's message, saying which grade it is about where the two part ways."""
+    if verdict == ARTIFACT:
+        return f"value-only: {shallow.message or 'fails'}; recomputed, every graded cell equals the golden"
+    if verdict == FALSE_PASS:
+        return f"recomputed: {full.message or 'fails'}; the cached values equal the golden"
+    return full.message or shallow.message
 
 
 def _dated(case: Case, policy: Policy, shallow: Engine, fulls: Sequence[Engine], quorum: int, golden: Golden,

@@ -14,10 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from regrade.grading.reasons import meaning
-from regrade.grading.summary import summarise
-from regrade.grading.verdicts import VERDICTS
+from regrade.grading.summary import SHOWN_VERDICTS, broken_outputs, shown_verdict, summarise
 from regrade.paired.sources import refuse_duplicates
-from regrade.paired.tables import changed_transitions, paired_table
+from regrade.paired.tables import changed_transitions, paired_table, table_warnings
 from regrade.results import ResultsError, read_results, require_rescored, results_warnings
 
 NOT_JUDGED = ("engines-disagree", "unevaluable", "invalid-golden")
@@ -45,7 +44,8 @@ class Report:
     records: list[dict]
     comparisons: list[dict]  # Comparison.as_row(), original then regraded
     changed: list[dict]  # changed_transitions()
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # about the results files (another version, no provenance)
+    pairing_warnings: list[str] = field(default_factory=list)  # about the paired table (unpaired, no output)
 
     @property
     def varying(self) -> list[str]:
@@ -63,13 +63,27 @@ class Report:
         return sorted({r["condition"] for r in self.records})
 
     def verdict_counts(self) -> list[dict]:
-        """Per (stack, benchmark, condition): cases and the count of each verdict."""
+        """Per (stack, benchmark, condition): cases and the count of each verdict (a missing
+        output counted as ``missing-output``, not among the confirmed failures)."""
         groups: dict[tuple[str, str, str], Counter] = {}
         for record in self.records:
             key = (record["stack"], record["benchmark"], record["condition"])
-            groups.setdefault(key, Counter())[record["verdict"]] += 1
+            groups.setdefault(key, Counter())[shown_verdict(record)] += 1
         return [{"stack": s, "benchmark": b, "condition": c, "cases": sum(counts.values()),
-                 **{v: counts.get(v, 0) for v in VERDICTS}} for (s, b, c), counts in sorted(groups.items())]
+                 **{v: counts.get(v, 0) for v in SHOWN_VERDICTS}} for (s, b, c), counts in sorted(groups.items())]
+
+    def broken_outputs(self) -> Counter:
+        """Outputs no spreadsheet program opens, by reason: genuine failures, counted."""
+        return broken_outputs(self.records)
+
+    def left_out(self) -> dict[str, list[str]]:
+        """The dataset's tasks that no results file graded, by why (their provenance's ``left_out``)."""
+        found: dict[str, list[str]] = {}
+        for source in self.sources:
+            for why, tasks in (source.provenance.get("left_out") or {}).items():
+                found.setdefault(why, [])
+                found[why] += [t for t in tasks if t not in found[why]]
+        return {why: tasks for why, tasks in found.items() if tasks}
 
     def not_judged(self) -> list[tuple[str, int]]:
         """What could not be judged, by reason (missing outputs, invalid goldens, unevaluable by reason)."""
@@ -120,8 +134,10 @@ def build_report(paths: list[Path], baseline: str = "none", ci: str = "newcombe"
                           "results file")
         sources.append(Source(str(path), provenance or {}, len(found), _inputs_digest(provenance or {})))
         records += found
-    comparisons = [c.as_row() for c in paired_table(records, baseline, ci, alpha, correction, test=test)]
-    return Report(sources, baseline, alpha, records, comparisons, changed_transitions(records, baseline), warnings)
+    paired = paired_table(records, baseline, ci, alpha, correction, test=test)
+    comparisons = [c.as_row() for c in paired]
+    return Report(sources, baseline, alpha, records, comparisons, changed_transitions(records, baseline), warnings,
+                  table_warnings(paired, records, baseline))
 
 
 def _inputs_digest(provenance: dict) -> str:

@@ -14,15 +14,17 @@ from html import escape
 from importlib.resources import files
 from pathlib import Path
 
-from regrade.grading.reasons import meaning
-from regrade.grading.verdicts import VERDICTS
+from regrade.grading.reasons import TRANSITION_MEANINGS, meaning
+from regrade.grading.summary import SHOWN_VERDICTS
 from regrade.render.paper import note
 from regrade.reporting.content import Report, case_anchor, reason_meanings
 from regrade.reporting.forest import forest_svg
 from regrade.results import atomic_file
 
 MAX_CELLS_SHOWN = 200  # per case; the rest are counted, and `regrade diff --cells` lists them all
-SIDE = ["gains", "regressions", "net", "delta", "interval", "p_value", "p_adjusted"]
+SIDE = ["pass_rate_baseline", "pass_rate_treatment", "gains", "regressions", "net", "delta", "interval", "p_value",
+        "p_adjusted"]
+LOCAL_SETTINGS = ("cache",)  # settings that say where this machine keeps things: left out of a page to share
 
 
 def write_page(report: Report, path: Path, title: str = "regrade report") -> int:
@@ -60,10 +62,21 @@ def _summary(report: Report) -> str:
     false_passes = sum(r["verdict"] == "false-pass" for r in records)
     not_judged = sum(count for _, count in report.not_judged())
     scope = f"{escape(report.scope)}: " if report.scope else ""
+    broken = report.broken_outputs()
+    left_out = report.left_out()
+    extra = ""
+    if broken:
+        extra += (f" {sum(broken.values())} outputs are no workbook a spreadsheet program opens ("
+                  + escape(", ".join(f"{n} {reason}" for reason, n in sorted(broken.items())))
+                  + "): genuine failures, counted as confirmed-fail.")
+    if left_out:
+        extra += (" Tasks of the dataset not graded: "
+                  + escape(", ".join(f"{len(tasks)} {why.replace('_', ' ')}" for why, tasks in left_out.items())) + ".")
     return (f'<p class="lede">{scope}{len(records)} cases in {len(report.conditions)} conditions from '
             f"{len(report.sources)} results file{'s' if len(report.sources) != 1 else ''}. "
             f"<strong>{artifacts} of {failures} value-only failures were grader artifacts</strong> (correct when "
-            f"recomputed); {false_passes} value-only passes were wrong; {not_judged} cases could not be judged.</p>"
+            f"recomputed); {false_passes} value-only passes were wrong; {not_judged} cases could not be judged."
+            f"{extra}</p>"
             + "".join(f'<p class="note">{escape(w)}</p>' for w in report.warnings))
 
 
@@ -71,7 +84,8 @@ def _provenance(report: Report) -> str:
     rows = []
     for source in report.sources:
         p = source.provenance
-        settings = ", ".join(f"{k}={_plain(v)}" for k, v in sorted((p.get("settings") or {}).items()))
+        settings = ", ".join(f"{k}={_plain(v)}" for k, v in sorted((p.get("settings") or {}).items())
+                             if k not in LOCAL_SETTINGS)
         engines = ", ".join(f"{name}: {version}" for name, version in sorted(source.engines.items()))
         inputs = p.get("inputs") or {}
         listed = "".join(f"<tr><td><code>{escape(path)}</code></td><td><code>{escape(str(digest))}</code></td></tr>"
@@ -94,10 +108,10 @@ def _provenance(report: Report) -> str:
 
 def _verdicts(report: Report) -> str:
     counts = report.verdict_counts()
-    head = "".join(f'<th class="num">{escape(v)}</th>' for v in VERDICTS)
+    head = "".join(f'<th class="num">{escape(v)}</th>' for v in SHOWN_VERDICTS)
     body = "".join(
         f"<tr>{_key_cells(report, r)}<td>{escape(r['condition'])}</td>"
-        f'<td class="num">{r["cases"]}</td>' + "".join(f'<td class="num">{r[v]}</td>' for v in VERDICTS) + "</tr>"
+        f'<td class="num">{r["cases"]}</td>' + "".join(f'<td class="num">{r[v]}</td>' for v in SHOWN_VERDICTS) + "</tr>"
         for r in counts)
     return _section("verdicts", "Verdicts per condition",
                     f'<div class="wide"><table class="sortable"><thead><tr>{_key_heads(report)}<th>condition</th>'
@@ -106,8 +120,12 @@ def _verdicts(report: Report) -> str:
 
 def _not_judged(report: Report) -> str:
     reasons = report.not_judged()
+    left_out = "".join(
+        f'<details class="note"><summary>{len(tasks)} tasks of the dataset were not graded '
+        f'({escape(why.replace("_", " "))})</summary><p>{escape(", ".join(tasks))}</p></details>'
+        for why, tasks in report.left_out().items())
     if not reasons:
-        return _section("not-judged", "What could not be judged", "<p>Every case was judged.</p>")
+        return _section("not-judged", "What could not be judged", f"<p>Every case was judged.</p>{left_out}")
     listed = "".join(f'<tr><td>{escape(reason)}</td><td class="num">{count}</td></tr>' for reason, count in reasons)
     cases = "".join(
         f'<tr><td>{escape(r["condition"])}</td><td><a href="#{case_anchor(r)}">{escape(r["task_id"])}/{r["case"]}</a>'
@@ -117,7 +135,7 @@ def _not_judged(report: Report) -> str:
                     "<table><thead><tr><th>reason</th><th class=\"num\">cases</th></tr></thead>"
                     f"<tbody>{listed}</tbody></table>"
                     '<table class="sortable"><thead><tr><th>condition</th><th>case</th><th>verdict</th><th>reasons</th>'
-                    f"<th>message</th></tr></thead><tbody>{cases}</tbody></table>")
+                    f"<th>message</th></tr></thead><tbody>{cases}</tbody></table>{left_out}")
 
 
 def _comparisons(report: Report) -> str:
@@ -127,7 +145,8 @@ def _comparisons(report: Report) -> str:
     by_key: dict[tuple, dict[str, dict]] = {}
     for row in rows:
         by_key.setdefault((row["stack"], row["benchmark"], row["condition"]), {})[row["grading"]] = row
-    names = {"gains": "gains", "regressions": "regr.", "net": "net", "delta": "Δ",
+    names = {"pass_rate_baseline": f"{escape(report.baseline)} %", "pass_rate_treatment": "pass %",
+             "gains": "gains", "regressions": "regr.", "net": "net", "delta": "Δ",
              "interval": f"{100 * (1 - report.alpha):g}% CI", "p_value": "p", "p_adjusted": "adjusted p"}
     leaf = "".join(f'<th class="num{" split" if i == 0 else ""}">{names[c]}</th>' for grading in ("original", "regraded")
                    for i, c in enumerate(SIDE))
@@ -145,13 +164,10 @@ def _comparisons(report: Report) -> str:
              f'<th class="group split" colspan="{span}">regraded</th></tr>'
              f'<tr>{_key_heads(report)}<th>condition</th><th class="num">n</th>{leaf}</tr></thead>'
              f"<tbody>{''.join(body)}</tbody></table></div>")
-    unpaired = "".join(
-        f'<p class="note">warning: {row["unpaired"]} tasks are in only one of {escape(row["condition"])} and '
-        f"{escape(report.baseline)}, so out of its n.</p>"
-        for row in rows if row["grading"] == "original" and row["unpaired"])
+    warned = "".join(f'<p class="note">{escape(w)}</p>' for w in report.pairing_warnings)
     return _section("comparisons", "Paired table against the baseline",
                     f'<div class="figure">{_clean_svg(forest_svg(rows, report.alpha))}</div>{table}'
-                    f'<p class="note">{escape(note(rows, report.alpha, percent=True))}</p>{unpaired}')
+                    f'<p class="note">{escape(note(rows, report.alpha, percent=True))}</p>{warned}')
 
 
 def _side(row: dict | None) -> str:
@@ -159,7 +175,8 @@ def _side(row: dict | None) -> str:
         return "".join('<td class="num">–</td>' for _ in SIDE)
     interval = ("–" if row["ci_lower"] is None else
                 f"[{_points(row['ci_lower'])}, {_points(row['ci_upper'])}]")
-    values = {"gains": str(row["gains"]), "regressions": str(row["regressions"]), "net": f"{row['net']:+d}".replace("-", "−") if row["net"] else "0",
+    values = {"pass_rate_baseline": f"{100 * row['pass_rate_baseline']:.1f}",
+              "pass_rate_treatment": f"{100 * row['pass_rate_treatment']:.1f}", "gains": str(row["gains"]), "regressions": str(row["regressions"]), "net": f"{row['net']:+d}".replace("-", "−") if row["net"] else "0",
               "delta": _points(row["delta"]), "interval": interval, "p_value": f"{row['p_value']:.3f}",
               "p_adjusted": f"{row['p_adjusted']:.3f}"}
     return "".join(f'<td class="num{" split" if i == 0 else ""}" data-grading="{row["grading"]}">'
@@ -190,7 +207,7 @@ def _cases(report: Report) -> str:
         anchor = case_anchor(record)
         reasons = record.get("reasons") or []
         cells = record.get("cells") or []
-        link = f'<a href="#{anchor}">{len(cells)} cells</a>' if cells else "–"
+        link = f'<a href="#{anchor}">{len(cells)} cell{"" if len(cells) == 1 else "s"}</a>' if cells else "–"
         index.append(
             f'<tr data-condition="{escape(record["condition"])}" data-verdict="{escape(record["verdict"])}" '
             f'data-reason="{escape(" ".join(reasons))}">{_key_cells(report, record)}'
@@ -241,8 +258,10 @@ def _drill_down(record: dict, anchor: str) -> str:
 
 
 def _meanings(report: Report) -> str:
-    listed = "".join(f"<dt>{escape(i)}</dt><dd>{escape(text)}</dd>" for i, text in reason_meanings(report.records).items())
-    return _section("reasons", "What the verdicts and reasons mean", f'<dl class="meaning">{listed}</dl>')
+    shown = {**reason_meanings(report.records), **TRANSITION_MEANINGS} if report.comparisons \
+        else reason_meanings(report.records)
+    listed = "".join(f"<dt>{escape(i)}</dt><dd>{escape(text)}</dd>" for i, text in shown.items())
+    return _section("reasons", "What the verdicts, reasons and transitions mean", f'<dl class="meaning">{listed}</dl>')
 
 
 def _key_heads(report: Report) -> str:
