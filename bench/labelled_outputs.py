@@ -119,13 +119,35 @@ def report(args: argparse.Namespace, records: list[dict], left_out: Counter[str]
     unjudged = Counter((r["condition"], r["verdict"]) for r in records if r["full_pass"] is None)
     print("wrong verdicts: " + (", ".join(f"{label} {verdict} {n}" for (label, verdict), n in sorted(wrong.items())) or "none"))
     print("not judged: " + (", ".join(f"{label} {verdict} {n}" for (label, verdict), n in sorted(unjudged.items())) or "none"))
+    by_task = not_judged_by_task(records)
+    if by_task:
+        print("not judged, by task and cause (where regrade's reach ends on this corpus):")
+        for task, causes in by_task.items():
+            print(f"  {task}: " + "; ".join(f"{c['label']} {c['verdict']} ({c['cause']})" for c in causes))
     print(json.dumps({"corpus": str(args.corpus), "half": args.half, "engines": args.engines, "quorum": args.quorum,
                       "tasks": tasks, "left_out": dict(left_out),
                       "by_label": {label: vars(score) | {"right_pct": score.right_pct, "not_judged_pct": score.not_judged_pct}
                                    for label, score in rows.items()},
                       "wrong": [{"label": label, "verdict": v, "cases": n} for (label, v), n in sorted(wrong.items())],
+                      "not_judged_by_task": by_task,
                       "wrong_tasks": sorted({f"{r['condition']}:{r['task_id']}" for r in records if r["full_pass"] is not None
                                              and r["full_pass"] != LABELS[r["condition"]]})}))
+
+
+def not_judged_by_task(records: list[dict]) -> dict[str, list[dict]]:
+    """Per task, its cases not judged, each with its cause: the case's reasons, and the rules or
+    reasons by which the engines abstained on its cells (what `regrade diff --rules` counts)."""
+    found: dict[str, list[dict]] = {}
+    for record in sorted(records, key=lambda r: (r["task_id"], r["condition"])):
+        if record["full_pass"] is not None:
+            continue
+        rules = sorted({f"{engine} {value.get('rule') or value['cannot_evaluate']}"
+                        for cell in record.get("cells") or [] for engine, value in (cell.get("engines") or {}).items()
+                        if isinstance(value, dict) and "cannot_evaluate" in value})
+        cause = ", ".join(record.get("reasons") or []) + (f": {', '.join(rules)}" if rules else "")
+        found.setdefault(record["task_id"], []).append({"label": record["condition"], "verdict": record["verdict"],
+                                                        "cause": cause})
+    return found
 
 
 def _text(value: float | None) -> str:

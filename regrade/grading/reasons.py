@@ -55,6 +55,9 @@ REASONS: dict[str, str] = {
     "crashed": "the engine's worker died on this workbook",
     "load-failed": "the engine could not load the workbook",
     "below-quorum": "fewer engines than the quorum computed the cell (the others abstained)",
+    "golden-not-reproduced": "the engine computes this cell of the golden otherwise than Excel cached it, so it does "
+                             "not vote on it in the task's outputs; where no engine reproduces it, the golden is in "
+                             "doubt",
     # a whole case
     "missing-output": "the run has no output file for this case (graded as a failure)",
     "unreadable-output": "the output is not a workbook any reader accepts (a folder, empty, a corrupt zip ...)",

@@ -8,6 +8,7 @@ in a case with both, the engines compute only the cells that hold formulas.
 
 from __future__ import annotations
 
+import filecmp
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -20,6 +21,7 @@ from regrade.grading.consensus import Consensus, consensus, engine_cells, of_con
 from regrade.grading.grade import (
     LIMIT_FAULTS, OUTPUT_FAULTS, Golden, GoldenError, Grade, grade, load_golden, output_fault, spilled_cells,
 )
+from regrade.grading.golden_check import GOLDEN_NOT_REPRODUCED, golden_departures, golden_in_doubt, withheld
 from regrade.grading.dated import DATED_GOLDEN, SAVE_DAY_UNKNOWN, dated_cells, reproducing_days, too_large_to_date
 from regrade.runs.cases import Case
 from regrade.workbook.today import dated_workbook
@@ -93,16 +95,25 @@ def _starting(engines: Sequence[Engine]) -> bool:
 
 
 def _graded(case: Case, policy: Policy, shallow: Engine, fulls: Sequence[Engine], quorum: int, golden: Golden,
-            targets: list[CellRef], stored: WorkbookValues, computed: Path, defer: bool = False) -> CaseResult:
+            targets: list[CellRef], stored: WorkbookValues, computed: Path, defer: bool = False,
+            check_golden: bool = True) -> CaseResult:
     """The case's grades: the value-only view ``stored`` of the output, and the consensus of
-    the full engines computing ``computed`` (the output, or its dated copy)."""
+    the full engines computing ``computed`` (the output, or its dated copy). ``check_golden``:
+    an engine votes on a cell only where it reproduces Excel's value of it in the golden
+    (:mod:`regrade.grading.golden_check`; a dated golden is checked day by day instead)."""
     spilled = spilled_cells(case.output_path, stored)
+    doubted: list[CellRef] = []
     if not (computable := engine_cells(targets, stored, spilled)):
         agreed = of_constants(stored)  # the graded cells hold constants: no engine could change them
     else:
         if defer and _starting(fulls):
             raise EnginesStarting(case.task_id)
-        agreed = consensus(policy, stored, {e.name: e.evaluate(computed, computable) for e in fulls}, spilled, quorum)
+        values = {e.name: e.evaluate(computed, computable) for e in fulls}
+        same = filecmp.cmp(computed, golden.path, shallow=False)  # a copy of the golden: its values are the golden's
+        departures = golden_departures(policy, golden, targets, shallow, fulls, (stored, values) if same else None) \
+            if check_golden else {}
+        doubted = golden_in_doubt(departures, [e.name for e in fulls])
+        agreed = consensus(policy, stored, withheld(values, departures), spilled, quorum)
     shallow_grade = grade(policy, targets, golden, shallow.name, stored)
     full_grade = grade(policy, targets, golden, "+".join(e.name for e in fulls), agreed.view, recomputed=True)
     shallow_pass = bool(shallow_grade.passed)  # a value-only grader counts any failure to read as a fail
@@ -111,6 +122,11 @@ def _graded(case: Case, policy: Policy, shallow: Engine, fulls: Sequence[Engine]
         full_pass = False  # no reader accepts the file: the output itself is broken
         full_grade.reason = shallow_grade.reason
     verdict = classify(shallow_pass, full_pass, full_grade.reason)
+    if full_pass is None and any(c.abstained and c.ref in doubted for c in full_grade.cells):
+        verdict = INVALID_GOLDEN  # no engine reproduces Excel's cached value there: the golden's cache is in doubt
+        full_grade.reason = GOLDEN_NOT_REPRODUCED
+        full_grade.message = (f"no engine reproduces the golden's cached value of {', '.join(map(str, doubted))} "
+                              "(a stale cache: its inputs changed after Excel computed it?)")
     cells = _disagreements(golden, shallow_grade, full_grade, agreed, spilled)
     reasons = [r for r in (shallow_grade.reason, full_grade.reason) if r and r != "wrong-value"]
     reasons += [c.reason for c in cells]
@@ -145,7 +161,8 @@ def _dated(case: Case, policy: Policy, shallow: Engine, fulls: Sequence[Engine],
     results = []
     for day in days:
         with dated_workbook(case.output_path, day) as computed:
-            results.append(_graded(case, policy, shallow, fulls, quorum, golden, targets, stored, computed))
+            results.append(_graded(case, policy, shallow, fulls, quorum, golden, targets, stored, computed,
+                                   check_golden=False))  # reproducing_days checked the golden as of that day
     shown = ", ".join(day.isoformat() for day in days)
     if len({(r.verdict, r.full_pass) for r in results}) > 1:
         return CaseResult(case, results[0].shallow_pass, None, UNEVALUABLE, [SAVE_DAY_UNKNOWN],
