@@ -33,6 +33,7 @@ from regrade.audit.generated import generate_pack, test_cases
 from regrade.audit.grader import AUDIT_COLUMNS, audit_grader, audit_table
 from regrade.audit.conformance import benchmark_files, conformance, folder_files, percentile
 from regrade.audit.controls import PACK as CONTROL_PACK
+from regrade.audit.excel_oracle import by_suite, load_suites, locale_neutral, write_workbooks
 from regrade.audit.controls import ControlPack, load_pack, select_controls
 from regrade.grading.graders import GRADERS, GraderError, RegradeGrader, make_grader
 from regrade.grading.grade import grade_case
@@ -665,11 +666,18 @@ def demo_command(run_dir, output, engine_names):
 @click.option("--all-formulas", is_flag=True, help="CORPUS is any folder: compare every formula cell of every "
               ".xlsx/.xlsm under it that Excel saved (docProps/app.xml says so), not answer_position of a "
               "SpreadsheetBench layout.")
+@click.option("--excel-oracle", is_flag=True, help="CORPUS is a folder of Excel-captured oracle cases (Formulon's "
+              "golden JSON, as fixtures/oracles/excel365 holds them): each is written as a workbook the way Excel's "
+              "capture laid it out and compared with the value Excel gave; the table is then also given per suite "
+              "(function family). Cases whose value a locale may change are left out and counted (the oracle "
+              "was captured in a ja-JP Excel): --ja-jp-cases keeps them.")
+@click.option("--ja-jp-cases", is_flag=True, help="With --excel-oracle: also the cases whose value is that of a "
+              "Japanese Excel (text that is not ASCII, DOLLAR, LENB ..., dates typed as text).")
 @click.option("--limit", type=click.IntRange(min=1), help="Only the first N files (in dataset.json order, or by path).")
 @click.option("--timeout", type=POSITIVE_SECONDS, default=DEFAULT_TIMEOUT_S, show_default=True, help="CPU seconds an engine (and the processes it starts) may spend on one workbook; one that computes nothing is stopped after 4 times as long on the clock.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @library_errors
-def conformance_command(corpus, engine_names, quorum, all_formulas, limit, timeout, fmt):
+def conformance_command(corpus, engine_names, quorum, all_formulas, excel_oracle, ja_jp_cases, limit, timeout, fmt):
     """How often each engine computes what Excel computed.
 
     Recomputes the formula cells inside answer_position of every answer file Excel
@@ -693,18 +701,38 @@ def conformance_command(corpus, engine_names, quorum, all_formulas, limit, timeo
       regrade conformance ../shared/spreadsheetbench --format json > conformance.json
       regrade conformance --all-formulas poi/test-data/spreadsheet
     """
-    files = folder_files(corpus) if all_formulas else benchmark_files(corpus)
-    if not files:
-        raise click.UsageError(f"{corpus} holds no .xlsx or .xlsm files" if all_formulas
-                               else f"{corpus} holds no answer files (spreadsheet/<id>/<n>_<id>_answer.xlsx)")
-    names = chosen_engines(engine_names)
-    engines = [open_engine(name, timeout) for name in names]
-    with progress(len(files[:limit]), "files") as shown:
-        report = conformance(files, engines, get_policy("spreadsheetbench"), limit,
-                             on_file=lambda n, path: shown.advance(path.name), limit_s=timeout,
-                             quorum=chosen_quorum(quorum, names))
+    if all_formulas and excel_oracle:
+        raise click.UsageError("--all-formulas and --excel-oracle read two different kinds of CORPUS: choose one")
+    with contextlib.ExitStack() as scratch:
+        if ja_jp_cases and not excel_oracle:
+            raise click.UsageError("--ja-jp-cases chooses cases of --excel-oracle")
+        if excel_oracle:
+            written = Path(scratch.enter_context(tempfile.TemporaryDirectory(prefix="regrade-excel-oracle-")))
+            suites = load_suites(corpus)
+            if not ja_jp_cases:
+                suites, left_out = locale_neutral(suites)
+                if left_out:
+                    click.echo(f"left out {sum(left_out.values())} cases a locale may change (the oracle is a ja-JP "
+                               f"Excel's; --ja-jp-cases keeps them): "
+                               + ", ".join(f"{n} {why}" for why, n in left_out.most_common()), err=True)
+            files = write_workbooks(suites, written)
+        else:
+            files = folder_files(corpus) if all_formulas else benchmark_files(corpus)
+        if not files:
+            raise click.UsageError(f"{corpus} holds no .xlsx or .xlsm files" if all_formulas else
+                                   f"{corpus} holds no *.golden.json oracle cases" if excel_oracle else
+                                   f"{corpus} holds no answer files (spreadsheet/<id>/<n>_<id>_answer.xlsx)")
+        names = chosen_engines(engine_names)
+        engines = [open_engine(name, timeout) for name in names]
+        with progress(len(files[:limit]), "files") as shown:
+            report = conformance(files, engines, get_policy("spreadsheetbench"), limit,
+                                 on_file=lambda n, path: shown.advance(path.name), limit_s=timeout,
+                                 quorum=chosen_quorum(quorum, names))
     if fmt == "json":
-        click.echo(json.dumps({"format_version": 1, **report.to_json()}, indent=2, ensure_ascii=False, default=str))
+        payload = report.to_json()
+        if excel_oracle:
+            payload["by_suite"] = by_suite(report.by_file, names)
+        click.echo(json.dumps({"format_version": 1, **payload}, indent=2, ensure_ascii=False, default=str))
         return
     rows = [{"engine": t.name, "compared": t.compared, "agree": t.agree, "abstain": t.abstain, "disagree": None,
              "agree_pct": _percent(t.agree, t.compared - t.abstain), "abstain_pct": _percent(t.abstain, t.compared),
@@ -725,6 +753,10 @@ def conformance_command(corpus, engine_names, quorum, all_formulas, limit, timeo
                f"reading other workbooks and {report.inconsistent} cells whose Excel caches contradict another "
                f"answer file's (same formula, same inputs) left out.")
     click.echo(f"The consensus (quorum {report.quorum}) decided {c.decided_by_one} cells with one engine alone.")
+    if excel_oracle:
+        per_suite = by_suite(report.by_file, names)
+        click.echo("")
+        click.echo(render(list(per_suite[0]) if per_suite else ["suite"], per_suite, fmt))
 
 
 def _percent(part: int, whole: int) -> float | None:

@@ -137,12 +137,14 @@ class OracleFile:
     ``group``: the files whose caches the contradiction check compares with each other (a
     task's answer files), and the name a mismatch reports. ``record``: the task's dataset
     record, whose ``answer_position`` chooses the cells; None compares every formula cell of a
-    workbook that Excel saved."""
+    workbook that Excel saved. ``cells``: the cells to compare in a workbook regrade wrote with
+    values Excel captured as their caches (:mod:`regrade.audit.excel_oracle`)."""
 
     group: str
     case: int
     path: Path
     record: dict | None
+    cells: tuple[CellRef, ...] | None = None  # exactly these cells, their cached values Excel's by construction
 
 
 def benchmark_files(corpus: Path) -> list[OracleFile]:
@@ -218,13 +220,16 @@ def _answer(report: ConformanceReport, policy: Policy, file: OracleFile) -> _Ans
     no cached values."""
     report.files.examined += 1
     record = file.record
-    if record is None and not saved_by_excel(file.path):
+    if record is None and file.cells is None and not saved_by_excel(file.path):
         report.files.not_excel += 1
         return None
     try:
         golden = load_golden(file.path)
         if record is not None:
             targets = golden.targets(policy, record.get("answer_position", ""), record.get("answer_sheet"))
+        elif file.cells is not None:
+            targets = list(file.cells)
+            golden.read(targets)
         else:
             targets = golden.all_formulas()
             golden.read(targets)
