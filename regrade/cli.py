@@ -417,7 +417,12 @@ FULL_TABLE_COLUMNS = [*TABLE_COLUMNS, "ci_method", "test", "correction", "family
 
 @main.command("table")
 @click.argument("sources", nargs=-1, required=True, metavar="SOURCE...")
-@click.option("--scorer", help="The scorer whose scores are read, where an inspect_ai log has several.")
+@click.option("--scorer", help="The scorer whose scores are read, where an inspect_ai log has several; NAME.KEY "
+              "reads one value of a scorer whose scores are dicts.")
+@click.option("--stack", help="Label every outcome with this stack: conditions run by different agents or models "
+              "(an inspect_ai log's model, a Harbor job's agent/model) then pair with each other.")
+@click.option("--benchmark", help="Label every outcome with this benchmark (an inspect_ai log's task name): "
+              "conditions run under different task names then pair with each other.")
 @click.option("--baseline", default="none", show_default=True, help="The condition every other condition is paired against.")
 @click.option("--ci", type=click.Choice(INTERVALS), default="newcombe", show_default=True,
               help="Interval for delta: Newcombe's hybrid score (method 10) or the paired Wald interval "
@@ -441,7 +446,8 @@ FULL_TABLE_COLUMNS = [*TABLE_COLUMNS, "ci_method", "test", "correction", "family
 @click.option("--columns", "column_names", metavar="NAMES", help="Comma-separated fields to show, in this order "
               "(any field of the JSON rows; latex and markdown also take 'interval' for both limits in one cell).")
 @library_errors
-def table_command(sources, scorer, baseline, ci, alpha, correction, unit, scoring, test, fmt, percent, column_names):
+def table_command(sources, scorer, stack, benchmark, baseline, ci, alpha, correction, unit, scoring, test, fmt, percent,
+                  column_names):
     """Paired table before and after regrading, per (stack, benchmark, condition).
 
     Each SOURCE is a regrade results file; per-task outcomes from any grader (CSV or
@@ -476,7 +482,7 @@ def table_command(sources, scorer, baseline, ci, alpha, correction, unit, scorin
     if percent and not paper:
         raise click.UsageError(f"--percent typesets latex and markdown; --format {fmt} keeps fractions")
     columns = chosen_columns(column_names, paper) or (FULL_TABLE_COLUMNS if fmt in ("json", "csv") else TABLE_COLUMNS)
-    loaded = load_outcomes(sources, scorer)
+    loaded = load_outcomes(sources, scorer, stack, benchmark)
     meta, records = loaded.provenance, loaded.records
     for note in loaded.notes:
         click.echo(note, err=True)
@@ -489,6 +495,8 @@ def table_command(sources, scorer, baseline, ci, alpha, correction, unit, scorin
         click.echo(warning, err=True)
     if not regraded:
         comparisons = [c for c in comparisons if c.grading == "original"]
+    if not comparisons:
+        click.echo(f"no condition was paired with {baseline}: the table is empty (see the warning above)", err=True)
     rows = [c.as_row() for c in comparisons]
     if paper:
         click.echo(paper_table(rows, fmt, alpha, percent, chosen_columns(column_names, paper), unit))

@@ -7,6 +7,8 @@ ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo-run"
 SHARED = ROOT.parent / "shared" / "spreadsheetbench"  # the shared split, beside a clone; a fresh clone has none
 SHARED_ABSENT = "the shared SpreadsheetBench split is absent"
+VERIFIED = ROOT.parent / "shared" / "spreadsheetbench-verified"  # the Verified release's tasks of that split
+VERIFIED_ABSENT = "the shared SpreadsheetBench split is absent (its Verified part)"  # fails under CI, as above
 
 
 @pytest.hookimpl(hookwrapper=True)

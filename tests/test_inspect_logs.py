@@ -24,7 +24,8 @@ ANSWERS = {"none": {"59511": "4", "32293": "0", "7": "6"},  # passes 59511 and 7
 TARGETS = {"59511": "4", "32293": "5", "7": "6"}
 
 
-def write_logs(folder: Path, condition: str, log_format: str, scorer=None, broken: str | None = None) -> Path:
+def write_logs(folder: Path, condition: str, log_format: str, scorer=None, broken: str | None = None,
+               model: str = "mockllm/model", fail_on_error: bool = False) -> Path:
     from inspect_ai import Task, eval
     from inspect_ai.dataset import Sample
     from inspect_ai.model import ModelOutput
@@ -34,9 +35,9 @@ def write_logs(folder: Path, condition: str, log_format: str, scorer=None, broke
     @solver
     def answer_from_metadata():
         async def solve(state, generate):
-            if str(state.sample_id) == broken:
+            if broken in (str(state.sample_id), "all"):
                 raise RuntimeError("this sample's agent crashed")
-            state.output = ModelOutput.from_content("mockllm/model", state.metadata["answer"])
+            state.output = ModelOutput.from_content(model, state.metadata["answer"])
             return state
         return solve
 
@@ -44,8 +45,8 @@ def write_logs(folder: Path, condition: str, log_format: str, scorer=None, broke
                for i, t in TARGETS.items()]
     task = Task(dataset=samples, solver=answer_from_metadata(), scorer=scorer or includes(), epochs=2,
                 name="spreadsheets")
-    [log] = eval(task, model="mockllm/model", log_dir=str(folder / condition), log_format=log_format, display="none",
-                 fail_on_error=False)
+    [log] = eval(task, model=model, log_dir=str(folder / condition), log_format=log_format, display="none",
+                 fail_on_error=fail_on_error)
     return Path(log.location)
 
 
@@ -136,3 +137,54 @@ def test_a_broken_eval_log_is_a_one_line_error(tmp_path):
     unknown.write_bytes(bytes(raw))
     result = CliRunner().invoke(main, ["table", f"none={unknown}"])
     assert result.exit_code == 1 and "cannot be read as an .eval log" in result.stderr, result.output
+
+
+def test_a_dict_valued_score_is_read_by_scorer_and_key(tmp_path):
+    from inspect_ai.scorer import Score, mean, scorer
+
+    @scorer(metrics={"passed": [mean()], "cells": [mean()]})
+    def workbook():
+        async def score(state, target):
+            right = state.output.completion == target.text
+            return Score(value={"passed": "C" if right else "I", "cells": 1.0 if right else 0.5})
+        return score
+
+    none = write_logs(tmp_path, "none", "eval", scorer=workbook())
+    skills = write_logs(tmp_path, "skills", "json", scorer=workbook())
+    asked = CliRunner().invoke(main, ["table", f"none={none}", f"skills={skills}"])
+    assert asked.exit_code == 1 and "gives several values (passed, cells): choose one with --scorer workbook.KEY" \
+        in asked.stderr
+    [row] = table(f"none={none}", f"skills={skills}", "--scorer", "workbook.passed")["rows"]
+    assert (row["gains"], row["regressions"], row["retained"]) == (1, 1, 1)  # as by hand above
+    missing = CliRunner().invoke(main, ["table", f"none={none}", f"skills={skills}", "--scorer", "workbook.rows"])
+    assert missing.exit_code == 1 and "has no value 'rows' (its values: passed, cells)" in missing.stderr
+
+
+def test_one_run_saved_as_eval_and_as_json_names_both_files(tmp_path):
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    none = write_logs(tmp_path, "none", "eval")
+    copy = none.with_suffix(".json")
+    write_eval_log(read_eval_log(str(none)), str(copy), format="json")  # inspect_ai's own conversion
+    result = CliRunner().invoke(main, ["table", f"none={tmp_path / 'none'}"])
+    assert result.exit_code == 1
+    assert f"in two of them ({none} and {copy})" in result.stderr or f"in two of them ({copy} and {none})" in result.stderr
+    assert "the same run saved as .eval and as .json is one run" in result.stderr
+
+
+def test_a_run_that_failed_is_said_to_have_failed(tmp_path):
+    failed = write_logs(tmp_path, "none", "eval", broken="all", fail_on_error=True)
+    result = CliRunner().invoke(main, ["table", f"none={failed}"])
+    assert result.exit_code == 1
+    assert "the run failed (status error" in result.stderr and "none of its samples were scored" in result.stderr
+
+
+def test_logs_of_two_models_are_not_paired_silently_and_pair_under_one_stack(tmp_path):
+    none = write_logs(tmp_path, "none", "eval", model="mockllm/first")
+    skills = write_logs(tmp_path, "skills", "eval", model="mockllm/second")
+    apart = CliRunner().invoke(main, ["table", f"none={none}", f"skills={skills}", "--format", "json"])
+    assert apart.exit_code == 0 and json.loads(apart.stdout)["rows"] == []
+    assert "mockllm/second / spreadsheets has no condition none to pair against" in apart.stderr
+    assert "--stack NAME" in apart.stderr and "no condition was paired with none" in apart.stderr
+    [row] = table(f"none={none}", f"skills={skills}", "--stack", "both")["rows"]
+    assert (row["stack"], row["gains"], row["regressions"], row["n"]) == ("both", 1, 1, 3)

@@ -29,8 +29,11 @@ class TableOutcomes:
     notes: list[str] = field(default_factory=list)  # what a reader must be told (stderr)
 
 
-def load_outcomes(sources: Sequence[str], scorer: str | None = None) -> TableOutcomes:
-    """Every source's outcomes, combined; see the module docstring."""
+def load_outcomes(sources: Sequence[str], scorer: str | None = None, stack: str | None = None,
+                  benchmark: str | None = None) -> TableOutcomes:
+    """Every source's outcomes, combined; see the module docstring. ``stack`` and ``benchmark``,
+    where given, label every outcome, so that conditions run with different agents, models or
+    task names pair with each other."""
     if not sources:
         raise ResultsError("name a results file, an outcomes file or NAME=LOG")
     combined = TableOutcomes(None)
@@ -45,8 +48,9 @@ def load_outcomes(sources: Sequence[str], scorer: str | None = None) -> TableOut
             raise ResultsError(f"{path} is named twice ({named[path.resolve()]} and {text}): name each source once")
         named[path.resolve()] = text
         if path.is_dir() or (path.is_file() and is_inspect_log(path)):
-            records = _inspect_outcomes(name, path, scorer, combined.notes)
-            refuse_duplicates(records, path, origin, "sample {task_id} epoch {trial} of condition {condition}", "log")
+            records, files = _inspect_outcomes(name, path, scorer, combined.notes)
+            refuse_duplicates(records, path, origin, "sample {task_id} epoch {trial} of condition {condition}", "log",
+                              files)
             combined.records += records
             continue
         if name is not None:
@@ -58,21 +62,29 @@ def load_outcomes(sources: Sequence[str], scorer: str | None = None) -> TableOut
         provenances.append(provenance)
         combined.records += records
     combined.provenance = provenances[0] if len(provenances) == 1 and len(sources) == 1 else None
+    relabel = {k: v for k, v in (("stack", stack), ("benchmark", benchmark)) if v is not None}
+    if relabel:
+        combined.records = [{**record, **relabel} for record in combined.records]
+        refuse_duplicates(combined.records, Path("the sources"), {}, "task {task_id} case {case} trial {trial} of "
+                          "condition {condition}", "condition under one label")
     return combined
 
 
-def refuse_duplicates(records: list[dict], path: Path, origin: dict[tuple, Path], what: str, kind: str) -> None:
+def refuse_duplicates(records: list[dict], path: Path, origin: dict[tuple, Path], what: str, kind: str,
+                      files: list[Path] | None = None) -> None:
     """A :class:`ResultsError` where a case is given twice (in two sources, or twice in one):
     merging them would change the numbers without a word."""
-    for record in records:
+    for number, record in enumerate(records):
         fields = {"task_id": record["task_id"], "case": record.get("case") or 1, "trial": record.get("trial") or 1,
                   "condition": record["condition"]}
         key = (record.get("stack"), record.get("benchmark"), *fields.values())
+        source = files[number] if files else path  # the log file within a folder of logs
         if key in origin:
-            where = f"twice in {path}" if origin[key] == path else f"in two of them ({origin[key]} and {path})"
-            raise ResultsError(f"{what.format(**fields)} is {where}: name each {kind} once; to compare two runs "
-                               "of one condition, give them different condition names or trials")
-        origin[key] = path
+            where = f"twice in {source}" if origin[key] == source else f"in two of them ({origin[key]} and {source})"
+            raise ResultsError(f"{what.format(**fields)} is {where}: name each {kind} once (the same run saved as "
+                               ".eval and as .json is one run); to compare two runs of one condition, give them "
+                               "different condition names or trials")
+        origin[key] = source
 
 
 def _named(text: str) -> tuple[str | None, Path]:
@@ -82,13 +94,15 @@ def _named(text: str) -> tuple[str | None, Path]:
     return None, Path(text)
 
 
-def _inspect_outcomes(name: str | None, path: Path, scorer: str | None, notes: list[str]) -> list[dict]:
+def _inspect_outcomes(name: str | None, path: Path, scorer: str | None, notes: list[str]) -> tuple[list[dict], list[Path]]:
+    """The outcomes of a log or a folder of logs, and the log file each came from."""
     files = log_files(path)
     if not files:
         raise ResultsError(f"{path} is a folder with no inspect_ai log (.eval or .json) in it: regrade table reads "
                            "results files (regrade rescore -o), outcomes files (CSV or JSON Lines) and NAME=LOG "
                            "inspect_ai logs; a folder of output workbooks is graded with regrade rescore first")
-    records = []
+    records: list[dict] = []
+    sources: list[Path] = []
     for file in files:
         try:
             log = read_inspect_log(file, name, scorer)
@@ -100,4 +114,5 @@ def _inspect_outcomes(name: str | None, path: Path, scorer: str | None, notes: l
             notes.append(f"warning: {file}: {len(log.unscored)} samples have no score (they errored or were not "
                          f"scored) and are left out: {first_few(log.unscored)}")
         records += log.outcomes
-    return records
+        sources += [file] * len(log.outcomes)
+    return records, sources

@@ -265,6 +265,17 @@ def table_warnings(comparisons: list[Comparison], records: list[dict], baseline:
     n), and comparisons most of whose units have no output in either condition (a run over
     part of the benchmark, tabled as if over all of it)."""
     warnings = []
+    groups: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for record in records:
+        group = _group(record)
+        groups[group[:2]].add(group[2])
+    for (stack, benchmark), conditions in sorted(groups.items()):
+        if baseline not in conditions:
+            warnings.append(f"warning: {stack} / {benchmark} has no condition {baseline} to pair against, so "
+                            f"{', '.join(sorted(conditions))} {'is' if len(conditions) == 1 else 'are'} in no "
+                            "comparison. Conditions pair within one stack (agent/model) and benchmark: to compare "
+                            "runs of different agents, models or tasks, give them one label (regrade table "
+                            "--stack NAME --benchmark NAME), or name another --baseline")
     for (stack, benchmark, condition), alone in unpaired_units(records, baseline, unit).items():
         warnings.append(f"warning: {stack} / {benchmark} / {condition}: {len(alone)} {unit}s are in only one of it "
                         f"and {baseline}, so out of n ({first_few(alone, 5)})")

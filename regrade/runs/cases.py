@@ -121,11 +121,13 @@ def find_output(output_dir: Path, task_id: str, case: int) -> Path:
 
 
 def spreadsheetbench_cases(
-    dataset_dir: Path, conditions: dict[str, Path], stack: str = "default", benchmark: str = "spreadsheetbench"
+    dataset_dir: Path, conditions: dict[str, Path], stack: str = "default", benchmark: str = "spreadsheetbench",
+    notes: list[str] | None = None,
 ) -> list[Case]:
     """Every (condition, task, test case) of a SpreadsheetBench-layout run. A task whose
     ``spreadsheet/<id>/`` holds no answer file has no case: :func:`tasks_without_answer_files`
-    names them, for the caller to say."""
+    names them, for the caller to say; so is a task the dataset marks ``exclude``
+    (:func:`excluded_tasks`). An output found by :func:`lone_output` is said in ``notes``."""
     if not conditions:
         raise ArgumentError("name at least one condition: --condition NAME=OUTPUT_DIR")
     for name, folder in conditions.items():
@@ -135,9 +137,18 @@ def spreadsheetbench_cases(
         if not folder.is_dir():
             raise ArgumentError(f"output folder {folder} of condition {name!r} does not exist")
     cases: list[Case] = []
+    excluded = set(excluded_tasks(dataset_dir))
     for task_id, position, sheet, goldens in dataset_tasks(dataset_dir):
+        if task_id in excluded:
+            continue
         for condition, output_dir in conditions.items():
             for number, golden in goldens.items():
+                output = find_output(output_dir, task_id, number)
+                if not output.exists() and len(goldens) == 1 and (lone := lone_output(output_dir, task_id)):
+                    output = lone
+                    if notes is not None:
+                        notes.append(f"condition {condition} task {task_id}: its one test case's output is read from "
+                                     f"{lone.relative_to(output_dir)}, the one *_output.xlsx of its folder")
                 cases.append(
                     Case(
                         stack=stack,
@@ -145,13 +156,34 @@ def spreadsheetbench_cases(
                         condition=condition,
                         task_id=task_id,
                         case=number,
-                        output_path=find_output(output_dir, task_id, number),
+                        output_path=output,
                         answer_path=golden,
                         answer_position=position,
                         answer_sheet=sheet,
                     )
                 )
     return cases
+
+
+def lone_output(output_dir: Path, task_id: str) -> Path | None:
+    """The one ``*_output.xlsx`` of ``<output_dir>/<id>/``, if it holds exactly one: the output of
+    a task with one test case under another name (a runner of SpreadsheetBench Verified names
+    the bare ``initial.xlsx`` tasks' outputs ``initial_output.xlsx``)."""
+    folder = output_dir / task_id
+    if not folder.is_dir():
+        return None
+    found = [p for p in folder.iterdir() if p.is_file() and p.name.endswith("_output.xlsx")]
+    return found[0] if len(found) == 1 else None
+
+
+def excluded_tasks(dataset_dir: Path) -> dict[str, str]:
+    """The tasks ``dataset.json`` marks with a non-empty ``exclude`` (SpreadsheetBench Verified:
+    "ignore, initial file already passes verification"), each with that reason: not graded."""
+    found = {}
+    for number, record in enumerate(load_dataset(dataset_dir), start=1):
+        if isinstance(record, dict) and record.get("exclude") not in (None, "", False):
+            found[task_fields(dataset_dir / "dataset.json", number, record)[0]] = str(record["exclude"])
+    return found
 
 
 def dataset_tasks(dataset_dir: Path) -> list[tuple[str, str, str | None, dict[int, Path]]]:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from regrade.messages import first_few
-from regrade.runs.cases import Case, RunError, golden_files, load_dataset, read_json, task_fields
+from regrade.runs.cases import Case, RunError, excluded_tasks, golden_files, load_dataset, read_json, task_fields
 
 
 @dataclass
@@ -54,15 +54,20 @@ def harbor_cases(dataset_dir: Path, condition: str, job_dir: Path, stack: str | 
     if not is_harbor_job(job_dir):
         raise RunError(f"{job_dir} is not a Harbor job folder (no <trial>/result.json with a task_name)")
     tasks = {}
+    excluded = excluded_tasks(dataset_dir)
     for number, record in enumerate(load_dataset(dataset_dir), start=1):
         task_id, position, sheet = task_fields(dataset_dir / "dataset.json", number, record)
-        tasks[task_id] = (position, sheet)
+        if task_id not in excluded:
+            tasks[task_id] = (position, sheet)
     job = HarborJob()
     trials_of: dict[str, int] = {}
-    unknown, uncollected, unrewarded = [], [], []
+    unknown, uncollected, unrewarded, of_excluded = [], [], [], []
     for trial_dir in sorted(p for p in job_dir.iterdir() if (p / "result.json").is_file()):
         result = _result(trial_dir)
         task_id = str(result.get("task_name", "")).rsplit("/", 1)[-1]
+        if task_id in excluded:
+            of_excluded.append(f"{trial_dir.name} (task {task_id})")
+            continue
         if task_id not in tasks:
             unknown.append(f"{trial_dir.name} (task {task_id or '?'})")
             continue
@@ -83,6 +88,7 @@ def harbor_cases(dataset_dir: Path, condition: str, job_dir: Path, stack: str | 
                                   original_pass=None if reward is None else reward >= 1))
     untried = [task for task in tasks if task not in trials_of]
     for what, items in (("trials of tasks the dataset lacks, left out", unknown),
+                        ("trials of tasks the dataset marks exclude, left out", of_excluded),
                         ("dataset tasks without a trial in this job, left out", untried),
                         ("output workbooks not collected from their trial (Harbor collects only the task's or job's "
                          "artifacts: list /app/output there)", uncollected),

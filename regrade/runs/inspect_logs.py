@@ -69,25 +69,59 @@ def read_inspect_log(path: Path, condition: str | None, scorer: str | None = Non
                               "metadata condition)")
     log = InspectLog(path, str(info.get("task", "")), str(info.get("model", "")), str(header.get("status", "")), None)
     names = sorted({name for sample in samples for name in (sample.get("scores") or {})})
-    if scorer is not None and scorer not in names:
-        raise InspectLogError(f"{path} has no scorer {scorer!r} (its scorers: {', '.join(names) or 'none'})")
-    if scorer is None and len(names) > 1:
+    if not names and log.status == "error":
+        raise InspectLogError(f"{path}: the run failed (status error: {_run_error(header)}) and none of its samples "
+                              "were scored")
+    name, key = _scorer_and_key(scorer, names)
+    if name is not None and name not in names:
+        raise InspectLogError(f"{path} has no scorer {name!r} (its scorers: {', '.join(names) or 'none'})")
+    if name is None and len(names) > 1:
         raise InspectLogError(f"{path} has several scorers ({', '.join(names)}): choose one with --scorer")
-    log.scorer = scorer or (names[0] if names else None)
+    log.scorer = name or (names[0] if names else None)
     for sample in samples:
         score = (sample.get("scores") or {}).get(log.scorer) if log.scorer else None
         label = f"{sample.get('id')} epoch {sample.get('epoch', 1)}"
         if score is None:
             log.unscored.append(label)
             continue
+        value = score.get("value") if isinstance(score, dict) else score
         try:
-            passed = score_passes(score.get("value") if isinstance(score, dict) else score)
+            passed = score_passes(_keyed(value, log.scorer or "", key))
         except InspectLogError as exc:
             raise InspectLogError(f"{path} sample {label}: {exc}") from None
         log.outcomes.append({"stack": log.model, "benchmark": log.task, "condition": condition,
                              "task_id": str(sample.get("id")), "case": 1, "trial": int(sample.get("epoch") or 1),
                              "passed": passed})
     return log
+
+
+def _scorer_and_key(scorer: str | None, names: list[str]) -> tuple[str | None, str | None]:
+    """``--scorer NAME`` or ``NAME.KEY`` (one value of a dict-valued score): a name the log has
+    is taken whole, so a scorer whose own name holds a dot is still found."""
+    if scorer is None or scorer in names or "." not in scorer:
+        return scorer, None
+    name, _, key = scorer.rpartition(".")
+    return name, key
+
+
+def _keyed(value: object, scorer: str, key: str | None) -> object:
+    """The score's value, or with ``key`` its value under that key (a dict-valued score)."""
+    if isinstance(value, dict):
+        if key is None:
+            raise InspectLogError(f"scorer {scorer!r} gives several values ({', '.join(map(str, value))}): "
+                                  f"choose one with --scorer {scorer}.KEY")
+        if key not in value:
+            raise InspectLogError(f"scorer {scorer!r} has no value {key!r} (its values: {', '.join(map(str, value))})")
+        return value[key]
+    if key is not None:
+        raise InspectLogError(f"scorer {scorer!r} gives one value, not several: name it without .{key}")
+    return value
+
+
+def _run_error(header: dict) -> str:
+    error = header.get("error")
+    message = error.get("message") if isinstance(error, dict) else error
+    return str(message or "no message").strip().splitlines()[0][:200]
 
 
 def score_passes(value: object) -> bool:

@@ -37,6 +37,7 @@ class ConditionInventory:
     missing_answers: list[Path] = field(default_factory=list)
     unmatched: list[Path] = field(default_factory=list)  # workbook-like files of its folders that no case reads
     unknown_tasks: list[Path] = field(default_factory=list)  # named <n>_<id>_output.xlsx for an id the dataset lacks
+    folder: Path | None = None  # the condition's output folder: files are named relative to it
 
     @property
     def complete(self) -> bool:
@@ -58,16 +59,23 @@ class ConditionInventory:
         if self.missing_answers:
             text += f", {len(self.missing_answers)} answer files missing (e.g. {self.missing_answers[0]})"
         if self.unmatched:
-            names = ", ".join(p.name for p in self.unmatched[:SHOWN])
+            names = ", ".join(self._named(p) for p in self.unmatched[:SHOWN])
             more = f" and {len(self.unmatched) - SHOWN} more" if len(self.unmatched) > SHOWN else ""
             text += f"; {len(self.unmatched)} files match no case ({names}{more}): outputs are read as " \
                     "<n>_<id>_output.xlsx"
         if self.unknown_tasks:
-            names = ", ".join(p.name for p in self.unknown_tasks[:SHOWN])
+            names = ", ".join(self._named(p) for p in self.unknown_tasks[:SHOWN])
             more = f" and {len(self.unknown_tasks) - SHOWN} more" if len(self.unknown_tasks) > SHOWN else ""
             text += f"; {len(self.unknown_tasks)} outputs name a task or test case the dataset does not have " \
                     f"({names}{more}): is --dataset the benchmark they were run on?"
         return text
+
+
+    def _named(self, path: Path) -> str:
+        """A file as a message names it: its path within the condition's folder."""
+        if self.folder is not None and path.is_relative_to(self.folder):
+            return path.relative_to(self.folder).as_posix()
+        return path.name
 
 
 def take_inventory(cases: list[Case], folders: dict[str, Path] | None = None) -> list[ConditionInventory]:
@@ -89,6 +97,7 @@ def take_inventory(cases: list[Case], folders: dict[str, Path] | None = None) ->
         if condition in by_condition:
             unread = unmatched_files(folder, expected.get(condition, set()))
             inventory = by_condition[condition]
+            inventory.folder = folder
             inventory.unknown_tasks = [p for p in unread if OUTPUT_NAME.match(p.name)]
             inventory.unmatched = [p for p in unread if not OUTPUT_NAME.match(p.name)]
     return list(by_condition.values())

@@ -12,7 +12,7 @@ from typing import Mapping, Sequence
 
 from regrade.messages import first_few
 from regrade.runs.cases import (
-    ArgumentError, Case, manifest_cases, parse_conditions, run_conditions, spreadsheetbench_cases,
+    ArgumentError, Case, excluded_tasks, manifest_cases, parse_conditions, run_conditions, spreadsheetbench_cases,
     tasks_without_answer_files,
 )
 from regrade.runs.harbor import harbor_cases, is_harbor_job
@@ -28,9 +28,11 @@ class LeftOut:
 
     without_answer_files: list[str] = field(default_factory=list)  # spreadsheet/<id>/ holds no answer file
     without_outputs: list[str] = field(default_factory=list)  # --tasks-with-outputs: no condition has an output
+    excluded: dict[str, str] = field(default_factory=dict)  # marked exclude in dataset.json, with its reason
 
     def to_json(self) -> dict[str, list[str]]:
-        return {"without_answer_files": list(self.without_answer_files), "without_outputs": list(self.without_outputs)}
+        return {"without_answer_files": list(self.without_answer_files), "without_outputs": list(self.without_outputs),
+                "excluded": list(self.excluded)}
 
     def messages(self, dataset: Path | None) -> list[str]:
         """One line for stderr per reason a task was left out."""
@@ -39,6 +41,10 @@ class LeftOut:
         if self.without_answer_files:
             lines.append(f"warning: {len(self.without_answer_files)} tasks of {where} have no answer file under "
                          f"spreadsheet/<id>/ and are not graded ({first_few(self.without_answer_files, SHOWN_TASKS)})")
+        if self.excluded:
+            reasons = "; ".join(sorted(set(self.excluded.values())))
+            lines.append(f"{len(self.excluded)} tasks of {where} are marked exclude and are not graded "
+                         f"({first_few(list(self.excluded), SHOWN_TASKS)}: {reasons})")
         if self.without_outputs:
             lines.append(f"--tasks-with-outputs: {len(self.without_outputs)} tasks of {where} that no condition has "
                          f"an output for are left out ({first_few(self.without_outputs, SHOWN_TASKS)})")
@@ -102,15 +108,17 @@ def load_run(dataset: Path | None = None, conditions: Mapping[str, Path] | Seque
             raise ArgumentError(f"condition {name!r} is named twice (--harbor {text})")
         jobs[name] = job_dir
     plain = {name: folder for name, folder in folders.items() if name not in jobs}
-    cases = spreadsheetbench_cases(dataset, plain, stack=stack, benchmark=benchmark) if plain else []
-    notes = []
+    notes: list[str] = []
+    cases = spreadsheetbench_cases(dataset, plain, stack=stack, benchmark=benchmark, notes=notes) if plain else []
     for name, folder in jobs.items():
         job = harbor_cases(dataset, name, folder, None if stack == "default" else stack, benchmark)
         cases += job.cases
         notes += job.notes
     if not plain and not jobs:
         raise ArgumentError("name at least one condition: --condition NAME=OUTPUT_DIR, --runs DIR or --harbor JOB_DIR")
-    left_out = LeftOut(without_answer_files=tasks_without_answer_files(dataset))
+    excluded = excluded_tasks(dataset)
+    left_out = LeftOut(without_answer_files=[t for t in tasks_without_answer_files(dataset) if t not in excluded],
+                       excluded=excluded)
     cases, left_out = _with_outputs(cases, left_out, tasks_with_outputs)
     return LoadedRun(cases, take_inventory(cases, plain), [dataset / "dataset.json"], notes, left_out)
 
