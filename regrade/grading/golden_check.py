@@ -25,7 +25,8 @@ from collections import OrderedDict
 from typing import Sequence
 
 from regrade.engines.base import Engine
-from regrade.grading.grade import Golden, grade, recomputed_view, spilled_cells
+from regrade.engines.readings import number_value
+from regrade.grading.grade import Golden, grade
 from regrade.grading.policies import Policy
 from regrade.values import CannotEvaluate, CellRef, WorkbookValues
 
@@ -39,12 +40,11 @@ def checked_cells(golden: Golden, targets: Sequence[CellRef]) -> list[CellRef]:
     return [t for t in targets if t.sheet in golden.sheet_names and golden.is_formula(t) and golden.value(t) is not None]
 
 
-def golden_departures(policy: Policy, golden: Golden, targets: Sequence[CellRef], shallow: Engine,
-                      fulls: Sequence[Engine], known: tuple[WorkbookValues, dict[str, WorkbookValues]] | None = None,
-                      ) -> Departures:
+def golden_departures(policy: Policy, golden: Golden, targets: Sequence[CellRef], fulls: Sequence[Engine],
+                      known: dict[str, WorkbookValues] | None = None) -> Departures:
     """Per engine, the graded cells of the golden whose cached value (Excel's) it does not
-    reproduce. ``known``: the stored view and each engine's values of a file with the golden's
-    very bytes (an output that is a copy of it), which are then its values of the golden."""
+    reproduce. ``known``: each engine's values of a file with the golden's very bytes (an output
+    that is a copy of it), which are then its values of the golden."""
     cells = tuple(checked_cells(golden, targets))
     if not cells:
         return {}
@@ -53,9 +53,10 @@ def golden_departures(policy: Policy, golden: Golden, targets: Sequence[CellRef]
     for engine in fulls:
         key = (golden.path, stat.st_mtime_ns, stat.st_size, policy.name, cells, engine.name)
         if key not in _REMEMBERED:
-            stored, computed = (known[0], known[1][engine.name]) if known and all(c in known[1][engine.name].cells
-                                                                                for c in cells) else (None, None)
-            _REMEMBERED[key] = _computed(policy, golden, cells, shallow, engine, stored, computed)
+            given = (known or {}).get(engine.name)
+            computed = given if given is not None and all(c in given.cells for c in cells) \
+                else engine.evaluate(golden.path, cells)
+            _REMEMBERED[key] = _departures(policy, golden, cells, engine.name, computed)
             while len(_REMEMBERED) > REMEMBERED:
                 _REMEMBERED.popitem(last=False)
         departures[engine.name] = dict(_REMEMBERED[key])
@@ -66,16 +67,17 @@ REMEMBERED = 64  # golden checks kept in a process: a worker grades a golden's c
 _REMEMBERED: OrderedDict[tuple, tuple[tuple[CellRef, str], ...]] = OrderedDict()
 
 
-def _computed(policy: Policy, golden: Golden, cells: tuple[CellRef, ...], shallow: Engine, engine: Engine,
-              stored: WorkbookValues | None = None, computed: WorkbookValues | None = None,
-              ) -> tuple[tuple[CellRef, str], ...]:
-    stored = stored if stored is not None else shallow.evaluate(golden.path, cells)
-    computed = computed if computed is not None else engine.evaluate(golden.path, cells)
-    if stored.failure is not None or computed.failure is not None:
+def _departures(policy: Policy, golden: Golden, cells: tuple[CellRef, ...], engine: str,
+                computed: WorkbookValues) -> tuple[tuple[CellRef, str], ...]:
+    """The cells whose value ``computed`` (an engine's of the golden) differs from Excel's
+    cache, as the outputs are graded: a plain number read in the golden's own format."""
+    if computed.failure is not None:
         return ()  # nothing learnt about the engine: it is not held back
-    view = recomputed_view(stored, computed, spilled_cells(golden.path, stored))
-    checked = grade(policy, list(cells), golden, engine.name, view, recomputed=True)
-    return tuple((c.ref, f"{engine.name} computes {c.value!r} on the golden's {c.ref}, where Excel cached {c.golden!r}")
+    cells_read = {ref: number_value(value, golden.number_format(ref)) if type(value) is float else value
+                  for ref, value in computed.cells.items()}
+    view = WorkbookValues(sheet_names=computed.sheet_names, cells=cells_read, formulas=computed.formulas)
+    checked = grade(policy, list(cells), golden, engine, view, recomputed=True)
+    return tuple((c.ref, f"{engine} computes {c.value!r} on the golden's {c.ref}, where Excel cached {c.golden!r}")
                  for c in checked.cells if not c.abstained)
 
 
