@@ -49,6 +49,7 @@ def workspace(tmp_path, monkeypatch):
     return tmp_path
 
 
+@pytest.mark.slow
 def test_the_examples_of_docs_api_md_run_as_written(workspace):
     require_engines("ironcalc", "libreoffice", "formulon", "gnumeric")
     names: dict = {}

@@ -82,6 +82,7 @@ def test_the_official_grader_is_blind_to_uncomputed_formulas(pack):
     assert "wrong-value" not in wrong and "cached-values" not in wrong
 
 
+@pytest.mark.slow
 def test_a_gnumeric_recalculation_fails_aggregate(pack):
     wrong = mistakes("gnumeric-recalc", pack)
     assert wrong["aggregate"] == ["aggregate-uncached", "aggregate-cached"]  # #NAME?, even with Excel's cache
@@ -89,6 +90,7 @@ def test_a_gnumeric_recalculation_fails_aggregate(pack):
     assert "stale-cache" not in wrong and "uncomputed-formula" not in wrong  # it does recompute
 
 
+@pytest.mark.slow
 def test_regrade_passes_no_wrong_output(pack):
     audit = audit_grader(make_grader("regrade"), pack)
     negatives = [c for c in audit.categories if c.kind == "negative"]
@@ -302,6 +304,7 @@ def test_a_task_whose_audit_kills_its_worker_is_reported_and_the_others_go_on(sm
                                                          if t.task_id != "uncached"]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (SHARED / "official_grades.json").is_file(), reason=SHARED_ABSENT)
 def test_self_match_and_do_nothing_agree_with_the_official_decisions(tmp_path):
     """On tasks of the shared split chosen for their official outcomes (goldens that fail,

@@ -135,6 +135,7 @@ def fingerprints(folder):
     return {p: (sha256_file(p), p.stat().st_mtime_ns) for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
+@pytest.mark.slow
 def test_demo_prints_verdicts_table_and_artifact_count():
     require_engines(*ALL_FULL)
     before = fingerprints(DEMO)

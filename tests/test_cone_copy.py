@@ -100,6 +100,7 @@ def test_engines_compute_the_graded_cells_of_a_heavy_workbook_through_its_cone(w
         assert values.formulas[graded] == "=SUM(A1:A3)*2"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (SHARED / "dataset.json").is_file(), reason=SHARED_ABSENT)
 def test_a_heavy_workbook_is_computed_through_its_cone_as_excel_computed_it():
     """Task 59932: 10,000 whole-column lookups and 350 whole-column array formulas that the

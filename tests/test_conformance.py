@@ -20,6 +20,7 @@ def engines():
     return [open_engine(name) for name in ALL_FULL]
 
 
+@pytest.mark.slow
 def test_every_engine_matches_excel_on_the_demo_answers(engines):
     report = conformance(benchmark_files(DEMO / "dataset"), engines, get_policy("spreadsheetbench"))
     # graded formula cells: 34469 AH6, 32293 B14:B17, 37086 D2:D5, 59511 F2:F6, 57029 C1:C5,

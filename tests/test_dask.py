@@ -14,6 +14,8 @@ from regrade.runs.cases import Case, RunError, golden_files, input_file, load_da
 from tests.conftest import SHARED, SHARED_ABSENT, require_engines
 from tests.test_runner import demo_cases
 
+pytestmark = pytest.mark.slow  # the fast tier (-m 'not slow') leaves this module out
+
 distributed = pytest.importorskip("distributed") if not os.environ.get("CI") else __import__("distributed")  # CI installs it
 THREE = ("ironcalc", "libreoffice", "formulon")
 SETTINGS = RescoreSettings("spreadsheetbench", "cached", THREE, 60.0, quorum=2)

@@ -129,6 +129,7 @@ class GreedyEngine(IronCalcEngine):
         (GreedyEngine(), "memory-limit", "more than 512 MB"),
     ],
 )
+@pytest.mark.slow
 def test_isolation_turns_crashes_timeouts_and_memory_into_failures(engine, reason, words, workbook):
     path = workbook({"A1": 1})
     engine.settings = EngineSettings(timeout_s=1, memory_mb=512)
@@ -163,6 +164,7 @@ class CrashOnSecondEngine(IronCalcEngine):
         return super().evaluate(path, cells)
 
 
+@pytest.mark.slow
 def test_the_worker_serves_workbook_after_workbook_and_is_replaced_after_a_timeout(workbook):
     fast = workbook({"A1": 4, "A2": "=A1*A1"}, name="fast.xlsx")
     slow = workbook({"A1": 1}, name="slow.xlsx")

@@ -17,6 +17,8 @@ from regrade.engines.registry import open_engine
 from regrade.grading.policies import get_policy
 from tests.conftest import ROOT, require_engines
 
+pytestmark = pytest.mark.slow  # the fast tier (-m 'not slow') leaves this module out
+
 ORACLE = ROOT / "fixtures" / "oracles" / "excel365"
 THREE = ("ironcalc", "libreoffice", "formulon")
 

@@ -52,6 +52,7 @@ def by(pack, category, task="32293", case=1):
     return next(c for c in load_pack(pack.folder).controls if c.id == f"{task}-{case}.{category}")
 
 
+@pytest.mark.slow
 def test_each_kind_is_what_it_says(pack):
     golden_formulas, golden_values = graded(by(pack, "golden"))
     assert by(pack, "golden").output.read_bytes() == by(pack, "golden").answer.read_bytes()
@@ -101,6 +102,7 @@ def test_a_control_regrade_could_not_grade_is_left_out_with_its_reason(tmp_path)
     assert _left_out(control, {**record, "shallow_pass": False, "full_pass": False, "verdict": "confirmed-fail"}) is None
 
 
+@pytest.mark.slow
 def test_the_official_grader_and_regrade_on_the_generated_pack(pack):
     controls = load_pack(pack.folder, pack.digest)
     official = {c.category: c for c in audit_grader(make_grader("spreadsheetbench-official"), controls, 2).categories}

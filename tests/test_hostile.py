@@ -32,6 +32,8 @@ from regrade.provenance import sha256_file
 from tests.conftest import require_engines
 from tests.hostile_corpus import HEAVY, answer_book, build, formula_cell, kinds, package, worksheet, cell_rows
 
+pytestmark = pytest.mark.slow  # the fast tier (-m 'not slow') leaves this module out
+
 ROOT = Path(__file__).resolve().parents[1]
 A1 = CellRef("Sheet1", 1, 1)
 

@@ -10,6 +10,7 @@ import sys
 import time
 
 import openpyxl
+import pytest
 
 from regrade.cpu_time import process_tree_cpu_seconds
 from regrade.engines.base import EngineSettings
@@ -19,6 +20,8 @@ from regrade.runner import RescoreSettings, case_limit_s, rescore_run
 from regrade.runs.cases import Case
 from regrade.values import CellRef
 from tests.conftest import require_engines
+
+pytestmark = pytest.mark.slow  # the fast tier (-m 'not slow') leaves this module out
 
 ROWS = 12_500  # four columns: 50,000 stored cells
 FORMULAS = 800  # each reading an area of its own

@@ -211,6 +211,7 @@ def test_messages_a_newcomer_meets(run, tmp_path):
     assert "every graded cell that either grading" in invoke("diff", "--help").stdout
 
 
+@pytest.mark.slow
 def test_the_readme_walk_through_on_part_of_the_shared_split_gives_the_right_n(tmp_path):
     """Eight tasks of the shared split, two conditions, the README's commands: n is 8, not 619."""
     if not SHARED.is_dir():

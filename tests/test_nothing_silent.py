@@ -205,6 +205,7 @@ def test_diff_of_records_without_verdicts_and_table_of_a_workbook_are_one_line_e
                             "binary file?\n"
 
 
+@pytest.mark.slow
 def test_a_closed_pipe_ends_the_command_quietly(tmp_path):
     import subprocess
     import sys

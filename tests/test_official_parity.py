@@ -19,9 +19,8 @@ from regrade.grading.grade import GoldenError, grade, load_golden
 from regrade.runs.cases import golden_files, input_file, load_dataset
 from tests.conftest import SHARED, SHARED_ABSENT
 
-pytestmark = pytest.mark.skipif(
-    not (SHARED / "official_grades.json").is_file(), reason=SHARED_ABSENT
-)
+pytestmark = [pytest.mark.skipif(not (SHARED / "official_grades.json").is_file(), reason=SHARED_ABSENT),
+              pytest.mark.slow]  # the fast tier (-m 'not slow') leaves this module out
 
 
 def official_decisions(job: tuple[str, int, str]) -> tuple[str, int, bool, bool]:

@@ -19,6 +19,8 @@ from regrade.values import CannotEvaluate, CellRef, ExcelError
 from regrade.workbook.origin import application, saved_by_excel
 from tests.conftest import ROOT, require_engines
 
+pytestmark = pytest.mark.slow  # the fast tier (-m 'not slow') leaves this module out
+
 ORACLES = ROOT / "fixtures" / "oracles"
 THREE = ("ironcalc", "libreoffice", "formulon")
 

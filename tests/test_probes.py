@@ -13,6 +13,8 @@ from regrade.engines.registry import open_engine
 from regrade.audit.probes import load_expected, load_matrix, run_pack, version_mismatches
 from tests.conftest import require_engines
 
+pytestmark = pytest.mark.slow  # the fast tier (-m 'not slow') leaves this module out
+
 ENGINES = ("ironcalc", "libreoffice", "formulon", "gnumeric", "formulas", "pycel")
 
 

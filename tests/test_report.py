@@ -145,6 +145,7 @@ def require_chromium():
         pytest.skip(str(exc))
 
 
+@pytest.mark.slow
 def test_the_demo_report_renders_in_headless_chromium(demo, tmp_path):
     require_chromium()
     import numpy

@@ -28,6 +28,7 @@ def run_demo():
     return [rescore_case(c, policy, shallow, fulls) for c in cases]
 
 
+@pytest.mark.slow
 def test_every_demo_output_gets_the_verdict_worked_out_by_hand():
     # fixtures/make_demo.py explains each expected verdict beside the output it writes
     expected = json.loads((DEMO / "expected.json").read_text())

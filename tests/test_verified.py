@@ -15,6 +15,8 @@ from regrade.cli import main
 from regrade.runs.cases import excluded_tasks, golden_files, input_file
 from tests.conftest import VERIFIED, VERIFIED_ABSENT, require_engines
 
+pytestmark = pytest.mark.slow  # the fast tier (-m 'not slow') leaves this module out
+
 BARE = "32023"  # spreadsheet/32023/golden.xlsx and initial.xlsx
 PLAIN = "10452"  # 1_10452_golden.xlsx and 1_10452_init.xlsx
 
