@@ -109,8 +109,10 @@ def _graded(case: Case, policy: Policy, shallow: Engine, fulls: Sequence[Engine]
         if defer and _starting(fulls):
             raise EnginesStarting(case.task_id)
         values = {e.name: e.evaluate(computed, computable) for e in fulls}
-        same = filecmp.cmp(computed, golden.path, shallow=False)  # a copy of the golden: its values are the golden's
-        departures = golden_departures(policy, golden, targets, fulls, values if same else None) if check_golden else {}
+        departures = {}
+        if check_golden:  # an output that is a copy of the golden: its values are the golden's
+            same = filecmp.cmp(computed, golden.path, shallow=False)
+            departures = golden_departures(policy, golden, targets, fulls, values if same else None)
         doubted = golden_in_doubt(departures, [e.name for e in fulls])
         agreed = consensus(policy, stored, withheld(values, departures), spilled, quorum)
     shallow_grade = grade(policy, targets, golden, shallow.name, stored)

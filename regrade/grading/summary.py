@@ -81,6 +81,12 @@ class RunSummary:
         if missing * 2 > self.cases and not self.left_out.get("without_outputs"):
             lines.append(f"Most cases ({missing} of {self.cases}) had no output: if the run covered part of the "
                          "benchmark, run again with --tasks-with-outputs (finished cases come from the cache).")
+        return lines + self.broken_and_left_out()
+
+    def broken_and_left_out(self) -> list[str]:
+        """The outputs no spreadsheet program opens and the tasks of the dataset left out, a line each
+        (the report's summary says them too)."""
+        lines = []
         if self.broken:
             parts = ", ".join(f"{count} {reason}" for reason, count in sorted(self.broken.items()))
             lines.append(f"{sum(self.broken.values())} outputs are no workbook a spreadsheet program opens ({parts}): "

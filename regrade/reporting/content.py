@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from regrade.grading.reasons import meaning
-from regrade.grading.summary import SHOWN_VERDICTS, broken_outputs, shown_verdict, summarise
+from regrade.grading.summary import SHOWN_VERDICTS, shown_verdict, summarise
 from regrade.paired.sources import refuse_duplicates
 from regrade.paired.tables import changed_transitions, paired_table, table_warnings
 from regrade.results import ResultsError, read_results, require_rescored, results_warnings
@@ -71,10 +71,6 @@ class Report:
             groups.setdefault(key, Counter())[shown_verdict(record)] += 1
         return [{"stack": s, "benchmark": b, "condition": c, "cases": sum(counts.values()),
                  **{v: counts.get(v, 0) for v in SHOWN_VERDICTS}} for (s, b, c), counts in sorted(groups.items())]
-
-    def broken_outputs(self) -> Counter:
-        """Outputs no spreadsheet program opens, by reason: genuine failures, counted."""
-        return broken_outputs(self.records)
 
     def left_out(self) -> dict[str, list[str]]:
         """The dataset's tasks that no results file graded, by why (their provenance's ``left_out``)."""

@@ -15,7 +15,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from regrade.grading.reasons import TRANSITION_MEANINGS, meaning
-from regrade.grading.summary import SHOWN_VERDICTS
+from regrade.grading.summary import SHOWN_VERDICTS, summarise
 from regrade.render.paper import note
 from regrade.reporting.content import Report, case_anchor, reason_meanings
 from regrade.reporting.forest import forest_svg
@@ -62,16 +62,7 @@ def _summary(report: Report) -> str:
     false_passes = sum(r["verdict"] == "false-pass" for r in records)
     not_judged = sum(count for _, count in report.not_judged())
     scope = f"{escape(report.scope)}: " if report.scope else ""
-    broken = report.broken_outputs()
-    left_out = report.left_out()
-    extra = ""
-    if broken:
-        extra += (f" {sum(broken.values())} outputs are no workbook a spreadsheet program opens ("
-                  + escape(", ".join(f"{n} {reason}" for reason, n in sorted(broken.items())))
-                  + "): genuine failures, counted as confirmed-fail.")
-    if left_out:
-        extra += (" Tasks of the dataset not graded: "
-                  + escape(", ".join(f"{len(tasks)} {why.replace('_', ' ')}" for why, tasks in left_out.items())) + ".")
+    extra = "".join(f" {escape(line)}" for line in summarise(records, left_out=report.left_out()).broken_and_left_out())
     return (f'<p class="lede">{scope}{len(records)} cases in {len(report.conditions)} conditions from '
             f"{len(report.sources)} results file{'s' if len(report.sources) != 1 else ''}. "
             f"<strong>{artifacts} of {failures} value-only failures were grader artifacts</strong> (correct when "

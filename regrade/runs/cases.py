@@ -19,6 +19,7 @@ import csv
 import json
 import re
 from pathlib import Path
+from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
@@ -122,12 +123,12 @@ def find_output(output_dir: Path, task_id: str, case: int) -> Path:
 
 def spreadsheetbench_cases(
     dataset_dir: Path, conditions: dict[str, Path], stack: str = "default", benchmark: str = "spreadsheetbench",
-    notes: list[str] | None = None,
+    notes: list[str] | None = None, tasks: list[DatasetTask] | None = None,
 ) -> list[Case]:
     """Every (condition, task, test case) of a SpreadsheetBench-layout run. A task whose
-    ``spreadsheet/<id>/`` holds no answer file has no case: :func:`tasks_without_answer_files`
-    names them, for the caller to say; so is a task the dataset marks ``exclude``
-    (:func:`excluded_tasks`). An output found by :func:`lone_output` is said in ``notes``."""
+    ``spreadsheet/<id>/`` holds no answer file has no case, nor has a task the dataset marks
+    ``exclude``: the caller says both (:func:`dataset_tasks`, given as ``tasks`` where it has
+    read them already). An output found by :func:`lone_output` is said in ``notes``."""
     if not conditions:
         raise ArgumentError("name at least one condition: --condition NAME=OUTPUT_DIR")
     for name, folder in conditions.items():
@@ -137,9 +138,8 @@ def spreadsheetbench_cases(
         if not folder.is_dir():
             raise ArgumentError(f"output folder {folder} of condition {name!r} does not exist")
     cases: list[Case] = []
-    excluded = set(excluded_tasks(dataset_dir))
-    for task_id, position, sheet, goldens in dataset_tasks(dataset_dir):
-        if task_id in excluded:
+    for task_id, position, sheet, goldens, exclude in tasks if tasks is not None else dataset_tasks(dataset_dir):
+        if exclude is not None:
             continue
         for condition, output_dir in conditions.items():
             for number, golden in goldens.items():
@@ -176,29 +176,42 @@ def lone_output(output_dir: Path, task_id: str) -> Path | None:
     return found[0] if len(found) == 1 else None
 
 
-def excluded_tasks(dataset_dir: Path) -> dict[str, str]:
-    """The tasks ``dataset.json`` marks with a non-empty ``exclude`` (SpreadsheetBench Verified:
-    "ignore, initial file already passes verification"), each with that reason: not graded."""
-    found = {}
-    for number, record in enumerate(load_dataset(dataset_dir), start=1):
-        if isinstance(record, dict) and record.get("exclude") not in (None, "", False):
-            found[task_fields(dataset_dir / "dataset.json", number, record)[0]] = str(record["exclude"])
-    return found
+class DatasetTask(NamedTuple):
+    """A task of ``dataset.json``, with its golden files by case (none: nothing to grade) and
+    the reason the dataset gives for excluding it (None: not excluded)."""
+
+    task_id: str
+    position: str
+    sheet: str | None
+    goldens: dict[int, Path]
+    exclude: str | None
 
 
-def dataset_tasks(dataset_dir: Path) -> list[tuple[str, str, str | None, dict[int, Path]]]:
-    """Each task of ``dataset.json``: its id, answer position and sheet, and its golden files by case."""
+def dataset_tasks(dataset_dir: Path) -> list[DatasetTask]:
+    """Each task of ``dataset.json``, in its order (see :class:`DatasetTask`)."""
     tasks = []
     for number, record in enumerate(load_dataset(dataset_dir), start=1):
         task_id, position, sheet = task_fields(dataset_dir / "dataset.json", number, record)
-        tasks.append((task_id, position, sheet, golden_files(dataset_dir, task_id)))
+        tasks.append(DatasetTask(task_id, position, sheet, golden_files(dataset_dir, task_id), exclusion(record)))
     return tasks
 
 
-def tasks_without_answer_files(dataset_dir: Path) -> list[str]:
-    """The tasks of ``dataset.json`` whose ``spreadsheet/<id>/`` holds no answer file: they
-    have no test case to grade, which the caller must say (never dropped without a word)."""
-    return [task_id for task_id, _, _, goldens in dataset_tasks(dataset_dir) if not goldens]
+def excluded_tasks(dataset_dir: Path) -> dict[str, str]:
+    """The tasks ``dataset.json`` excludes (:func:`exclusion`), each with its reason; their
+    golden files are not looked for."""
+    found = {}
+    for number, record in enumerate(load_dataset(dataset_dir), start=1):
+        if (why := exclusion(record)) is not None:
+            found[task_fields(dataset_dir / "dataset.json", number, record)[0]] = why
+    return found
+
+
+def exclusion(record: object) -> str | None:
+    """A non-empty ``exclude`` of a task record (SpreadsheetBench Verified: "ignore, initial file
+    already passes verification"): the task is not graded; else None."""
+    if isinstance(record, dict) and record.get("exclude") not in (None, "", False):
+        return str(record["exclude"])
+    return None
 
 
 def task_fields(path: Path, number: int, record: object) -> tuple[str, str, str | None]:

@@ -59,23 +59,18 @@ class ConditionInventory:
         if self.missing_answers:
             text += f", {len(self.missing_answers)} answer files missing (e.g. {self.missing_answers[0]})"
         if self.unmatched:
-            names = ", ".join(self._named(p) for p in self.unmatched[:SHOWN])
-            more = f" and {len(self.unmatched) - SHOWN} more" if len(self.unmatched) > SHOWN else ""
-            text += f"; {len(self.unmatched)} files match no case ({names}{more}): outputs are read as " \
-                    "<n>_<id>_output.xlsx"
+            text += f"; {len(self.unmatched)} files match no case ({self._listed(self.unmatched)}): outputs are read " \
+                    "as <n>_<id>_output.xlsx"
         if self.unknown_tasks:
-            names = ", ".join(self._named(p) for p in self.unknown_tasks[:SHOWN])
-            more = f" and {len(self.unknown_tasks) - SHOWN} more" if len(self.unknown_tasks) > SHOWN else ""
             text += f"; {len(self.unknown_tasks)} outputs name a task or test case the dataset does not have " \
-                    f"({names}{more}): is --dataset the benchmark they were run on?"
+                    f"({self._listed(self.unknown_tasks)}): is --dataset the benchmark they were run on?"
         return text
 
-
-    def _named(self, path: Path) -> str:
-        """A file as a message names it: its path within the condition's folder."""
-        if self.folder is not None and path.is_relative_to(self.folder):
-            return path.relative_to(self.folder).as_posix()
-        return path.name
+    def _listed(self, paths: list[Path]) -> str:
+        """The first few files, each by its path within the condition's folder, and how many more."""
+        names = ", ".join(p.relative_to(self.folder).as_posix() if self.folder and p.is_relative_to(self.folder)
+                          else p.name for p in paths[:SHOWN])
+        return names + (f" and {len(paths) - SHOWN} more" if len(paths) > SHOWN else "")
 
 
 def take_inventory(cases: list[Case], folders: dict[str, Path] | None = None) -> list[ConditionInventory]:

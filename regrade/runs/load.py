@@ -12,8 +12,7 @@ from typing import Mapping, Sequence
 
 from regrade.messages import first_few
 from regrade.runs.cases import (
-    ArgumentError, Case, excluded_tasks, manifest_cases, parse_conditions, run_conditions, spreadsheetbench_cases,
-    tasks_without_answer_files,
+    ArgumentError, Case, dataset_tasks, manifest_cases, parse_conditions, run_conditions, spreadsheetbench_cases,
 )
 from regrade.runs.harbor import harbor_cases, is_harbor_job
 from regrade.runs.inventory import ConditionInventory, take_inventory
@@ -68,7 +67,8 @@ class LoadedRun:
         missing, total = self.missing_outputs(), len(self.cases)
         if not total or missing * 2 <= total:
             return None
-        with_outputs = len({c.task_id for c in self.cases if c.output_path.is_file()})
+        absent = {path for inventory in self.inventories for path in inventory.missing}  # looked for once already
+        with_outputs = len({c.task_id for c in self.cases if c.output_path not in absent})
         return (f"warning: {missing} of {total} cases ({100 * missing / total:.0f}%) have no output and will count "
                 f"as failures (missing-output). If you ran part of the benchmark, pass --tasks-with-outputs to "
                 f"grade only the {with_outputs} tasks some condition has an output for")
@@ -109,16 +109,16 @@ def load_run(dataset: Path | None = None, conditions: Mapping[str, Path] | Seque
         jobs[name] = job_dir
     plain = {name: folder for name, folder in folders.items() if name not in jobs}
     notes: list[str] = []
-    cases = spreadsheetbench_cases(dataset, plain, stack=stack, benchmark=benchmark, notes=notes) if plain else []
+    tasks = dataset_tasks(dataset)  # dataset.json read, and each task's folder listed, once
+    cases = spreadsheetbench_cases(dataset, plain, stack, benchmark, notes, tasks) if plain else []
     for name, folder in jobs.items():
         job = harbor_cases(dataset, name, folder, None if stack == "default" else stack, benchmark)
         cases += job.cases
         notes += job.notes
     if not plain and not jobs:
         raise ArgumentError("name at least one condition: --condition NAME=OUTPUT_DIR, --runs DIR or --harbor JOB_DIR")
-    excluded = excluded_tasks(dataset)
-    left_out = LeftOut(without_answer_files=[t for t in tasks_without_answer_files(dataset) if t not in excluded],
-                       excluded=excluded)
+    left_out = LeftOut(without_answer_files=[t.task_id for t in tasks if not t.goldens and t.exclude is None],
+                       excluded={t.task_id: t.exclude for t in tasks if t.exclude is not None})
     cases, left_out = _with_outputs(cases, left_out, tasks_with_outputs)
     return LoadedRun(cases, take_inventory(cases, plain), [dataset / "dataset.json"], notes, left_out)
 
