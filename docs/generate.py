@@ -69,8 +69,13 @@ def rules_table() -> str:
     def cell(text: str) -> str:
         return text.replace("|", "\\|").replace("\n", " ")
 
-    lines = [RULES_BEGIN, "", "| rule | engines | kind | fires when | why |", "|---|---|---|---|---|"]
-    lines += [f"| `{r.id}` | {', '.join(r.engines)} | `{r.reason}` | {cell(r.trigger)} | {cell(r.why)} |" for r in RULES]
+    def cleared(rule) -> str:  # noqa: ANN001: a Rule
+        return "; ".join(f"{c.engine}: {', '.join(c.cells)}" + (f" ({c.note})" if c.note else "") for c in rule.cleared)
+
+    lines = [RULES_BEGIN, "", "| rule | binds | hazard: cleared by Excel's values | kind | fires when | why |",
+             "|---|---|---|---|---|---|"]
+    lines += [f"| `{r.id}` | {', '.join(r.engines)} | {('yes' + (': ' + cell(cleared(r)) if r.cleared else '')) if r.hazard else ''} "
+              f"| `{r.reason}` | {cell(r.trigger)} | {cell(r.why)} |" for r in RULES]
     lines += ["", RULES_END]
     return "\n".join(lines)
 

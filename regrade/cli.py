@@ -809,7 +809,9 @@ def rules_command(engine_name, fmt):
     the engines it applies to, when it fires, why (Excel's behaviour or the engine's
     departure from it), where it was seen, and its probe workbook in fixtures/rules/.
     single_task marks a rule whose only evidence is one SpreadsheetBench task: watch it on
-    tasks it was not found on.
+    tasks it was not found on. A hazard is a rule about the formula: it binds every engine
+    (IronCalc, LibreOffice, Formulon) except those cleared of it by cells whose value Excel
+    computed (the Excel 365 oracle, a workbook Excel saved); cleared lists them.
 
     \b
     Example:
@@ -817,15 +819,18 @@ def rules_command(engine_name, fmt):
     """
     rows = [{"id": rule.id, "engines": list(rule.engines), "reason": rule.reason, "trigger": rule.trigger,
              "why": rule.why, "evidence": list(rule.evidence), "single_task": rule.single_task,
+             "hazard": rule.hazard,
+             "cleared": [{"engine": c.engine, "cells": list(c.cells), "note": c.note} for c in rule.cleared],
              "probe": f"fixtures/rules/{rule.probe.name}#{rule.probe_cell}"}
             for rule in RULES if engine_name is None or engine_name in rule.engines]
-    columns = ["id", "engines", "reason", "single_task", "evidence", "why"]
+    columns = ["id", "engines", "hazard", "reason", "single_task", "evidence", "why"]
     if fmt == "json":
         click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
         return
-    flat = [{**row, "engines": ",".join(rule.engines), "evidence": "; ".join(rule.evidence)}
+    flat = [{**row, "engines": ",".join(rule.engines), "evidence": "; ".join(rule.evidence),
+             "cleared": "; ".join(f"{c.engine}: {', '.join(c.cells)}" for c in rule.cleared)}
             for row, rule in zip(rows, (r for r in RULES if engine_name is None or engine_name in r.engines))]
-    click.echo(render(columns if fmt == "table" else [*columns, "trigger", "probe"], flat, fmt))
+    click.echo(render(columns if fmt == "table" else [*columns, "cleared", "trigger", "probe"], flat, fmt))
 
 
 @main.command("probes")

@@ -85,7 +85,7 @@ def test_engines_and_the_consensus_against_excel_s_captured_values(tmp_path):
     assert right["formulon"] >= 0.999 and right["ironcalc"] >= 0.947 and right["libreoffice"] >= 0.911
     c = report.consensus
     decided = c.compared - c.abstain - c.disagree
-    assert decided >= 1729 and c.agree == decided  # no decided cell differs from Excel
+    assert decided >= 1711 and c.agree == decided  # no decided cell differs from Excel (1,729 before hazards bound every engine)
     assert not [m for m in report.mismatches if m["engine"] == "consensus"]
     rows = by_suite(report.by_file, list(THREE))
     assert len(rows) == len(files) and {"suite", "consensus_right", "consensus_undecided"} <= set(rows[0])

@@ -9,7 +9,7 @@ import pytest
 
 from regrade.engines.base import EngineSettings
 from regrade.engines.registry import get_engine
-from regrade.engines.rules import BY_ID, RULES
+from regrade.engines.rules import BY_ID, DEPARTING_ENGINES, RULES
 from regrade.values import CannotEvaluate, CellRef
 from tests.conftest import require_engines
 
@@ -104,5 +104,54 @@ def test_an_engine_a_departure_does_not_name_computes_its_probe_as_excel_does(ru
     engine = get_engine(engine_name)
     try:
         assert engine.evaluate(rule.probe, [ref]).cells[ref] == excel
+    finally:
+        engine.close()
+
+
+CLEARANCES = [(rule.id, clearance.engine, cell) for rule in RULES for clearance in rule.cleared for cell in clearance.cells]
+
+
+@pytest.mark.parametrize("rule_id, engine_name, cell", CLEARANCES, ids=[f"{r}-{e}" for r, e, _ in CLEARANCES])
+def test_a_cleared_engine_computes_the_cells_that_clear_it_as_excel_did(rule_id, engine_name, cell, tmp_path):
+    """A hazard's clearance holds only while the engine still computes Excel's captured values there."""
+    from regrade.audit.conformance import conformance
+    from regrade.audit.excel_oracle import clearance_files
+    from regrade.engines.registry import open_engine
+    from regrade.grading.policies import get_policy
+
+    require_engines(engine_name)
+    engine = open_engine(engine_name)
+    try:
+        report = conformance(clearance_files((cell,), tmp_path), [engine], get_policy("spreadsheetbench"))
+    finally:
+        engine.close()
+    [tally] = report.engines
+    assert tally.compared > 0 and tally.agree == tally.compared, (tally, report.mismatches)
+
+
+def test_a_hazard_binds_every_departing_engine_it_does_not_clear():
+    hazards = [rule for rule in RULES if rule.hazard]
+    assert {"date-from-text", "date-text-in-criteria", "approximate-match-over-computed-array"} <= {r.id for r in hazards}
+    for rule in hazards:
+        cleared = {c.engine for c in rule.cleared}
+        assert set(rule.engines) | cleared == set(DEPARTING_ENGINES) and not set(rule.engines) & cleared, rule.id
+        assert all(c.cells for c in rule.cleared), rule.id
+    assert not [rule.id for rule in RULES if rule.cleared and not rule.hazard]
+
+
+def test_an_engine_shown_wrong_on_a_hazard_by_excel_s_own_value_is_not_cleared(tmp_path):
+    """TIMEVALUE("1:30PM") is #VALUE! in Excel 365 (the oracle); IronCalc and LibreOffice give
+    0.5625, so date-from-text binds both, and Formulon, right on every case, is cleared."""
+    assert set(BY_ID["date-from-text"].engines) == {"ironcalc", "libreoffice"}
+    from regrade.audit.excel_oracle import clearance_files
+
+    [file] = clearance_files(("excel365:datevalue_timevalue/timevalue_no_space_before_ampm",), tmp_path)
+    require_engines("ironcalc")
+    from regrade.engines.registry import open_engine
+
+    engine = open_engine("ironcalc")
+    try:
+        [ref] = file.cells or ()
+        assert engine.evaluate(file.path, [ref]).cells[ref].rule == "date-from-text"
     finally:
         engine.close()

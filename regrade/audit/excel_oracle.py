@@ -276,3 +276,31 @@ def by_suite(by_file: list[dict], engines: list[str]) -> list[dict]:
         row["consensus_undecided"] = consensus["abstain"] + consensus["disagree"]
         rows.append(row)
     return rows
+
+
+ORACLES = Path(__file__).resolve().parents[2] / "fixtures" / "oracles"
+
+
+def clearance_files(cells: tuple[str, ...], folder: Path) -> list[OracleFile]:
+    """The files that show a hazard's clearance (:class:`regrade.engines.rules.Clearance`):
+    ``excel365:<suite>`` (its locale-neutral cases) and ``excel365:<suite>/<case id>`` written to
+    ``folder`` as :func:`write_workbooks` does; ``<path>!<sheet>!<cell>`` a cell of a workbook
+    Excel saved under ``fixtures/oracles``, compared with its cached value."""
+    from openpyxl.utils.cell import coordinate_to_tuple
+
+    from regrade.engines.rules import EXCEL365
+
+    chosen: dict[str, list[OracleCase]] = {}
+    files: list[OracleFile] = []
+    suites, _ = locale_neutral(load_suites(ORACLES / "excel365"))
+    for cell in cells:
+        if cell.startswith(EXCEL365):
+            suite, _, case_id = cell[len(EXCEL365):].partition("/")
+            found = [c for c in suites[suite] if not case_id or c.id == case_id]
+            if not found:
+                raise ValueError(f"{cell}: no such locale-neutral case in the Excel 365 oracle")
+            chosen.setdefault(suite, []).extend(found)
+        else:
+            path, sheet, coordinate = cell.rsplit("!", 2)
+            files.append(OracleFile(path, 1, ORACLES / path, None, (CellRef(sheet, *coordinate_to_tuple(coordinate)),)))
+    return write_workbooks(chosen, folder) + files

@@ -16,7 +16,9 @@ from typing import Callable, Sequence
 from regrade.engines.rules import BY_ID, abstention
 from regrade.values import CellRef, CellResult, ExcelError, WorkbookValues
 from regrade.workbook.analysis import WorkbookAnalysis
-from regrade.workbook.calls import Call, array_expression, calls
+from regrade.workbook.calls import (
+    QUOTED, READS_TEXT_AS_DATE, TAKES_A_DATE, Call, array_expression, calls, reads_a_date_from_text,
+)
 from regrade.workbook.cones import FormulaGraph
 from regrade.workbook.sheets import formula_texts, resolve_sheet
 
@@ -119,14 +121,60 @@ def product_of_single_cells(call: Call) -> bool:
 SCIENTIFIC_WITH_LITERAL = re.compile(r"^(?=.*[Ee][+-])(?=.*[^\d\s.,+\-Ee])")
 # ADDRESS with a sheet text naming a workbook ("[Book1]Sheet1"): Excel writes it as given, the engines quote it.
 QUOTED_WORKBOOK = re.compile(r"^'\[")
-SHARED_DEPARTURES = (
+_OPERATOR_OR_CALL = re.compile(r"[-+*/^&=<>(){]")
+
+
+def approximate_match_over_computed_array(call: Call) -> bool:
+    """MATCH(value, expression) or MATCH(value, expression, 1); a type written as nothing is 0."""
+    return len(call.args) >= 2 and (len(call.args) == 2 or call.args[2] in ("1", "TRUE")) \
+        and bool(_OPERATOR_OR_CALL.search(QUOTED.sub("", call.args[1])))
+
+
+# The criteria arguments of the *IF(S) functions, by position
+CRITERIA = {"COUNTIF": (1,), "SUMIF": (1,), "AVERAGEIF": (1,), "COUNTIFS": tuple(range(1, 254, 2)),
+            "SUMIFS": tuple(range(2, 254, 2)), "AVERAGEIFS": tuple(range(2, 254, 2)),
+            "MAXIFS": tuple(range(2, 254, 2)), "MINIFS": tuple(range(2, 254, 2))}
+_LITERAL = re.compile(r'"((?:[^"]|"")*)"')
+_MONTH = r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b"
+_DATE_TEXT = re.compile(rf"\d\s*[/-]\s*\d|\d\s*[/-]$|^[/-]\s*\d|{_MONTH}.*\d|\d.*{_MONTH}", re.IGNORECASE)
+
+
+def criteria_with_a_date_text(call: Call) -> bool:
+    """A criteria argument whose text pieces, after the comparison operator, write a date:
+    ``">=1/1/2020"``, ``">="&"1-"&B1&"-2020"``, ``"<"&"5 Jan "&Y1`` (a negative number, "<-5", is not one)."""
+    for index in CRITERIA.get(call.name, ()):
+        if index < len(call.args):
+            pieces = [_COMPARISON.sub("", text, count=1).strip() for text in _LITERAL.findall(call.args[index])]
+            if any(piece and not _NUMBER.fullmatch(piece) and _DATE_TEXT.search(piece) for piece in pieces):
+                return True
+    return False
+
+
+_COMPARISON = re.compile(r"^(?:<=|>=|<>|<|>|=)")
+
+# Hazards (regrade.engines.rules): ways of calling that bind every engine not cleared of them
+HAZARDS = (
     *(Departure(name, any_call, "trigonometric-pole", beyond=POLE_MAGNITUDE) for name in ("TAN", "COT", "SEC", "CSC")),
     Departure("DATE", year_before_1901, "date-in-1900"),
     *(Departure(name, mode_of_a_scalar, "mode-of-a-scalar") for name in ("MODE", "MODE.SNGL", "MODE.MULT")),
     Departure("SUMPRODUCT", product_of_single_cells, "product-of-single-cells", only_on=0.0),
     Departure("TEXT", any_call, "text-exponent-with-literal", text_like=SCIENTIFIC_WITH_LITERAL),
     Departure("ADDRESS", any_call, "address-of-a-workbook", text_like=QUOTED_WORKBOOK),
+    *(Departure(name, reads_a_date_from_text, "date-from-text") for name in TAKES_A_DATE + READS_TEXT_AS_DATE),
+    *(Departure(name, criteria_with_a_date_text, "date-text-in-criteria") for name in CRITERIA),
+    Departure("TEXTJOIN", empty_flag_left_out, "textjoin-empty-flag"),
+    Departure("OFFSET", offsets_of_an_array, "offset-array"),
+    *(Departure(name, columns_of_an_array, "lookup-column-array") for name in ("VLOOKUP", "HLOOKUP")),
+    Departure("MATCH", approximate_match_over_computed_array, "approximate-match-over-computed-array"),
 )
+assert all(BY_ID[d.rule].hazard for d in HAZARDS), "every row here is a hazard of the rule table"
+
+
+def hazards_binding(engine: str) -> tuple[Departure, ...]:
+    """The hazard rows that bind ``engine``: every one whose rule does not list it as cleared."""
+    return tuple(d for d in HAZARDS if engine in BY_ID[d.rule].engines)
+
+
 # IronCalc and Formulon give #VALUE! for a TEXT format code they cannot read (LibreOffice: Err:502)
 TEXT_FORMAT_REJECTED = Departure("TEXT", any_call, "text-format-rejected", only_on=ExcelError("#VALUE!"))
 

@@ -24,11 +24,10 @@ of :mod:`regrade.engines.rules`):
 - it gives ``#CALC!`` for SEQUENCE with an argument written as nothing (``SEQUENCE(,5)``, which
   Excel reads as ``SEQUENCE(1,5)``): an erroring cell whose cone calls one abstains
   (``formulon-sequence-argument-left-out``);
-- it departs as LibreOffice does on TEXTJOIN with ignore_empty written as nothing, OFFSET over
-  an array of offsets and VLOOKUP/HLOOKUP of an array of columns (``formulon-textjoin-empty-flag``,
-  ``formulon-offset-array``, ``formulon-lookup-column-array``), and gives ``#VALUE!`` for OFFSET
-  over offsets computed from ranges (``offset-computed-array``, shared with IronCalc); these rows of
-  :data:`_DEPARTURES` are applied by :mod:`regrade.engines.departures`;
+- it gives ``#VALUE!`` for OFFSET over offsets computed from ranges (``offset-computed-array``,
+  shared with IronCalc); these rows of :data:`_DEPARTURES`, and the hazards it is not cleared of
+  (TEXTJOIN with ignore_empty written as nothing, OFFSET over an array of offsets ...:
+  :data:`regrade.engines.departures.HAZARDS`), are applied by :mod:`regrade.engines.departures`;
 - a structured reference without its table's name (``[@Qty]``, ``#NAME?`` in Formulon) or to
   a table's totals row (``Stock[[#Totals],[Units]]``, 0 in Formulon) in the cone abstains
   (``formulon-structured-reference``), and so does ROW or COLUMN of any structured reference
@@ -58,8 +57,7 @@ import re
 from typing import Any, Callable, ClassVar, Sequence
 
 from regrade.engines.departures import (
-    SHARED_DEPARTURES, TEXT_FORMAT_REJECTED, Departure, abstain_on_departures, any_call, columns_of_an_array, empty_flag_left_out,
-    offsets_of_a_computed_array, offsets_of_an_array,
+    CRITERIA, TEXT_FORMAT_REJECTED, Departure, abstain_on_departures, any_call, hazards_binding, offsets_of_a_computed_array,
 )
 from regrade.engines.pipeline import PythonPackageEngine
 from regrade.engines.rules import abstention
@@ -163,9 +161,6 @@ def _read_area(book: Any, names: list[str], graph: FormulaGraph, area: Area) -> 
 # constant. Formulon intersects them (fixtures/probes, fixtures/rules).
 _COMPUTED_ARRAY_PARAMETERS = {"LOOKUP": (1, 2), "INDEX": (0,)}
 _ANY_ARRAY_PARAMETERS = {"XMATCH": (0,), "XLOOKUP": (0,)}
-_CRITERIA = {"COUNTIF": (1,), "SUMIF": (1,), "AVERAGEIF": (1,), "COUNTIFS": tuple(range(1, 254, 2)),
-             "SUMIFS": tuple(range(2, 254, 2)), "AVERAGEIFS": tuple(range(2, 254, 2)),
-             "MAXIFS": tuple(range(2, 254, 2)), "MINIFS": tuple(range(2, 254, 2))}
 _DYNAMIC_ARRAY_FUNCTIONS = ("FILTER", "SORT", "SORTBY", "UNIQUE", "SEQUENCE", "RANDARRAY", "TEXTSPLIT", "VSTACK",
                             "HSTACK", "TOCOL", "TOROW", "WRAPROWS", "WRAPCOLS", "TAKE", "DROP", "CHOOSEROWS",
                             "CHOOSECOLS", "EXPAND")
@@ -200,18 +195,14 @@ _DEPARTURES = (
       for name, indexes in _ANY_ARRAY_PARAMETERS.items()),
     Departure("AGGREGATE", _aggregate_array, "formulon-legacy-array-argument", plain_only=True),
     *(Departure(name, _criteria_array(indexes), "formulon-legacy-array-argument", plain_only=True)
-      for name, indexes in _CRITERIA.items()),
+      for name, indexes in CRITERIA.items()),
     *(Departure(name, any_call, "formulon-plain-dynamic-array", on_any_error=True, plain_only=True)
       for name in _DYNAMIC_ARRAY_FUNCTIONS),
     *(Departure(name, _of_a_structured_reference, "formulon-row-of-structured-reference") for name in ("ROW", "COLUMN")),
-    # shared with LibreOffice (regrade.engines.libreoffice): seen on the rules' probes
-    Departure("TEXTJOIN", empty_flag_left_out, "formulon-textjoin-empty-flag"),
-    Departure("OFFSET", offsets_of_an_array, "formulon-offset-array"),
     Departure("OFFSET", offsets_of_a_computed_array, "offset-computed-array", only_on=ExcelError("#VALUE!")),
-    *(Departure(name, columns_of_an_array, "formulon-lookup-column-array") for name in ("VLOOKUP", "HLOOKUP")),
     Departure("SEQUENCE", _an_argument_left_out, "formulon-sequence-argument-left-out", on_any_error=True),
     TEXT_FORMAT_REJECTED,
-    *SHARED_DEPARTURES,
+    *hazards_binding("formulon"),
 )
 
 

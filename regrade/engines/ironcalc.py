@@ -38,7 +38,7 @@ from dataclasses import replace
 from typing import Any, Callable, Collection, Sequence
 
 from regrade.engines.departures import (
-    SHARED_DEPARTURES, TEXT_FORMAT_REJECTED, Departure, abstain_on_departures, offsets_of_a_computed_array,
+    TEXT_FORMAT_REJECTED, Departure, abstain_on_departures, hazards_binding, offsets_of_a_computed_array,
 )
 from regrade.engines.ironcalc_bridge import ModelCell, bridge_functions
 from regrade.engines.ironcalc_rewrites import last_row_readers, rewrite_range_arguments
@@ -48,7 +48,7 @@ from regrade.engines.rules import abstention
 from regrade.engines.totals import TotalsDefects, mend_totals
 from regrade.values import CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues
 from regrade.workbook.analysis import WorkbookAnalysis
-from regrade.workbook.calls import calls, formula_reads_a_date_from_text
+from regrade.workbook.calls import calls
 from regrade.workbook.cones import Area, FormulaGraph, plain_area
 from regrade.workbook.formula import referenced_cells
 from regrade.workbook.sheets import array_formula_cells, mentions, resolve_sheet
@@ -114,8 +114,6 @@ class IronCalcEngine(PythonPackageEngine):
                     value = abstention("ironcalc-bridge-left", f"IronCalc gets {', '.join(left)} wrong in places, and "
                                        "the bridge left it to IronCalc here (a workbook past the bridge's work budget, "
                                        "a chain that did not settle, or a LET or LAMBDA name)")
-                elif value == _VALUE and _reads_a_date_from_text(graph(), cell):
-                    value = abstention("ironcalc-date-text")
                 elif isinstance(value, ExcelError) and (reached := _unknown_in_cone(graph, workbook_unknown(), cell)):
                     value = abstention("ironcalc-error-from-missing-function",
                                        f"{value.code} from a formula that calls {', '.join(reached)}, which IronCalc lacks")
@@ -131,10 +129,12 @@ class IronCalcEngine(PythonPackageEngine):
         return abstain_on_departures(analysis, result, _DEPARTURES)
 
 
-# Ways of calling where IronCalc departs from Excel (regrade.engines.departures); OFFSET as a
-# SUBTOTAL's reference is the bridge's, which computes it or leaves the cell to abstain
+# Ways of calling where IronCalc departs from Excel (regrade.engines.departures); OFFSET (over computed
+# offsets, or over an array of offsets) as a SUBTOTAL's reference is the bridge's, which computes it one
+# reference per element or leaves the cell to abstain
 _DEPARTURES = (Departure("OFFSET", offsets_of_a_computed_array, "offset-computed-array", except_in=("SUBTOTAL",)),
-               TEXT_FORMAT_REJECTED, *SHARED_DEPARTURES)
+               TEXT_FORMAT_REJECTED,
+               *(replace(d, except_in=("SUBTOTAL",)) if d.rule == "offset-array" else d for d in hazards_binding("ironcalc")))
 
 
 # IronCalc computes SUBTOTAL 101-111 itself (110 and 111 through the bridge) and AGGREGATE
@@ -235,11 +235,6 @@ def _in_cone(graph: FormulaGraph | None, skipped: dict[CellRef, str], cell: Cell
     if graph is None:
         return sorted(set(skipped.values()))
     return sorted({skipped[place] for place in graph.cells_in_cone([cell]) if place in skipped})
-
-
-def _reads_a_date_from_text(graph: FormulaGraph | None, cell: CellRef) -> bool:
-    """Whether a formula of the cell's cone reads a date from text (any, when the file cannot be traced)."""
-    return graph is None or any(formula_reads_a_date_from_text(text) for text in graph.formulas_in_cone([cell]))
 
 
 def _computed_names_read(graph: FormulaGraph | None, cell: CellRef) -> str:

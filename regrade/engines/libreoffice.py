@@ -33,7 +33,6 @@ import atexit
 import functools
 import json
 import os
-import re
 import select
 import signal
 import subprocess
@@ -44,10 +43,7 @@ from typing import Sequence
 
 from regrade.cpu_time import wall_backstop_s
 from regrade.engines.base import DEFAULT_MEMORY_MB, EngineSettings
-from regrade.engines.departures import (
-    SHARED_DEPARTURES, Departure, abstain_on_departures, any_call, columns_of_an_array, empty_flag_left_out,
-    offsets_of_an_array,
-)
+from regrade.engines.departures import Departure, abstain_on_departures, any_call, hazards_binding
 from regrade.engines.isolation import die_with_parent
 from regrade.engines.libreoffice_files import kill_office_processes, office_environment, remove_office_files
 from regrade.engines.libreoffice_rewrites import imported_copy, libreoffice_rewrites
@@ -57,7 +53,6 @@ from regrade.engines.rules import abstention
 from regrade.engines.tools import version_output
 from regrade.values import EXCEL_ERROR_CODES, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues
 from regrade.workbook.analysis import WorkbookAnalysis
-from regrade.workbook.calls import QUOTED, READS_TEXT_AS_DATE, TAKES_A_DATE, Call, reads_a_date_from_text
 
 SYSTEM_PYTHON = "/usr/bin/python3"
 WORKER = Path(__file__).with_name("libreoffice_worker.py")
@@ -200,29 +195,15 @@ class LibreOfficeEngine(ComputingEngine):
 
 
 _STORED_BOOLEANS = ("=TRUE()", "=FALSE()")
-_OPERATOR_OR_CALL = re.compile(r"[-+*/^&=<>(){]")
 
 
 _VALUE = ExcelError("#VALUE!")
 
 
-def _approximate_match_over_computed_array(call: Call) -> bool:
-    """MATCH(value, expression) or MATCH(value, expression, 1); a type written as nothing is 0."""
-    return len(call.args) >= 2 and (len(call.args) == 2 or call.args[2] in ("1", "TRUE")) \
-        and bool(_OPERATOR_OR_CALL.search(QUOTED.sub("", call.args[1])))
-
-
 _DEPARTURES = (
-    Departure("MATCH", _approximate_match_over_computed_array, "libreoffice-approximate-match"),
-    Departure("TEXTJOIN", empty_flag_left_out, "libreoffice-textjoin-empty-flag"),
-    # where LibreOffice reads the text, it reads it as Excel does (task 55392: "1-JAN"&year)
-    *(Departure(name, reads_a_date_from_text, "libreoffice-date-text", only_on=_VALUE)
-      for name in TAKES_A_DATE + READS_TEXT_AS_DATE),
     Departure("FILTERXML", any_call, "libreoffice-filterxml"),
-    Departure("OFFSET", offsets_of_an_array, "libreoffice-offset-array"),
-    *(Departure(name, columns_of_an_array, "libreoffice-lookup-column-array") for name in ("VLOOKUP", "HLOOKUP")),
     *(Departure(name, any_call, "libreoffice-small-large-k", only_on=_VALUE) for name in ("SMALL", "LARGE")),
-    *SHARED_DEPARTURES,
+    *hazards_binding("libreoffice"),
 )
 
 

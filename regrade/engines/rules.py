@@ -15,6 +15,16 @@ rewording a message changes no count. ``regrade rules`` lists the table.
 - ``engine-error``, ``parse-error``: the engine failed on the formula itself;
 - ``external-link``, ``locale-date``, ``implicit-intersection``, ``undocumented-behaviour``:
   no engine here can repeat what the Excel that saved the file did.
+
+A **hazard** is a rule about the formula, not about one engine: a construct Excel computes in a
+way an engine may not (a date read from text, an array where one value is usual, an
+undocumented search order). It binds every engine that applies the departure rows
+(:data:`DEPARTING_ENGINES`) except those *cleared* of it: shown, on cells whose value Excel
+itself computed (the Excel 365 oracle of ``fixtures/oracles/excel365``, or a workbook Excel
+saved under ``fixtures/oracles``), to compute that construct as Excel does. The clearing cells
+are listed in the rule (:class:`Clearance`) and ``tests/test_rules.py`` runs them: an engine
+that stops matching Excel there fails the suite instead of keeping its clearance. A
+SpreadsheetBench task's value never clears an engine.
 """
 
 from __future__ import annotations
@@ -25,8 +35,21 @@ from pathlib import Path
 from regrade.values import CannotEvaluate
 
 EVERY_ENGINE = ("ironcalc", "libreoffice", "formulon", "gnumeric", "formulas", "pycel")
+DEPARTING_ENGINES = ("ironcalc", "libreoffice", "formulon")  # the engines that apply engines/departures.py
+EXCEL365 = "excel365:"  # a clearing case of the Excel 365 oracle: excel365:<suite> (its locale-neutral cases) or excel365:<suite>/<case id>
 PROBES = Path(__file__).resolve().parents[2] / "fixtures" / "rules"
 ITS_PROBE = "its probe workbook shows it (fixtures/rules)"
+
+
+@dataclass(frozen=True)
+class Clearance:
+    """An engine shown to compute a hazard's construct as Excel does, and the Excel-computed cells
+    that show it: ``excel365:<suite>[/<case id>]`` (the Excel 365 oracle) or
+    ``<path under fixtures/oracles>!<sheet>!<cell>`` (a workbook Excel saved, its cached value)."""
+
+    engine: str
+    cells: tuple[str, ...]
+    note: str = ""  # what the clearance cannot say (in-sample, one cell ...)
 
 
 @dataclass(frozen=True)
@@ -40,6 +63,8 @@ class Rule:
     probe_cell: str  # the cell of fixtures/rules/<id>.xlsx on which it fires, "Sheet1!B1"
     # engines on which it fires only past IronCalc's bridge work budget: their probe runs with bridge_work 0
     past_bridge_budget: tuple[str, ...] = ()
+    hazard: bool = False  # a property of the formula: binds every departing engine not cleared
+    cleared: tuple[Clearance, ...] = ()
 
     @property
     def probe(self) -> Path:
@@ -55,6 +80,13 @@ class Rule:
 def _rule(id: str, engines: tuple[str, ...], reason: str, trigger: str, why: str, evidence: tuple[str, ...],
           probe_cell: str = "Sheet1!B1", past_bridge_budget: tuple[str, ...] = ()) -> Rule:
     return Rule(id, engines, reason, trigger, why, evidence, probe_cell, past_bridge_budget)
+
+
+def _hazard(id: str, reason: str, trigger: str, why: str, evidence: tuple[str, ...],
+            cleared: tuple[Clearance, ...] = (), probe_cell: str = "Sheet1!B1") -> Rule:
+    """A hazard binds every departing engine but those ``cleared``."""
+    engines = tuple(e for e in DEPARTING_ENGINES if e not in {c.engine for c in cleared})
+    return Rule(id, engines, reason, trigger, why, evidence, probe_cell, hazard=True, cleared=cleared)
 
 
 RULES: tuple[Rule, ...] = (
@@ -90,12 +122,12 @@ RULES: tuple[Rule, ...] = (
           "|#%e-#|); IronCalc and Formulon read fewer codes and give #VALUE! for the others (LibreOffice "
           "gives Err:502, libreoffice-engine-error)",
           ("Apache POI NumberFormatApproxTests.xlsx (fixtures/oracles/poi): 20 cells", ITS_PROBE)),
-    _rule("trigonometric-pole", ("ironcalc", "libreoffice", "formulon"), "engine-departure",
+    _hazard("trigonometric-pole", "engine-departure",
           "the cell's value is beyond 1e5 in magnitude and its cone calls TAN, COT, SEC or CSC",
           "next to a pole the digits depend on how the function reduces its argument by pi: Excel's TAN of "
           "PI()/2 is 1.6325e16, every engine's 1.6331e16, and the difference grows as the value's square",
           ("IronCalc docs/TAN.xlsx and TRIGONOMETRIC.xlsx (fixtures/oracles/ironcalc): 8 cells", ITS_PROBE)),
-    _rule("date-in-1900", ("ironcalc", "libreoffice", "formulon"), "engine-departure",
+    _hazard("date-in-1900", "engine-departure",
           "a DATE of the cone has its year written as a number up to 1900",
           "Excel reads a year of 0-1899 as 1900 plus it and counts days in its own 1900, which has a 29 "
           "February (serial 60); the engines count in the real calendar (DATE(1900,1,61) is 61 in Excel, 62 in "
@@ -103,30 +135,73 @@ RULES: tuple[Rule, ...] = (
           ("https://support.microsoft.com/office/date-function-e36c0c8c-4104-49da-ab83-82328b832349",
            "https://learn.microsoft.com/office/troubleshoot/excel/wrongly-assumes-1900-is-leap-year",
            "Apache POI FormulaEvalTestData_Copy.xlsx (fixtures/oracles/poi): DATE(1900,1,22222) is 22222", ITS_PROBE)),
-    _rule("mode-of-a-scalar", ("ironcalc", "libreoffice", "formulon"), "engine-departure",
+    _hazard("mode-of-a-scalar", "engine-departure",
           "a MODE of the cone has an argument that is one value: a text or logical literal, or one cell",
           "Excel's MODE gives #VALUE! for such an argument unless it is a number (an empty cell, \"1\", TRUE); "
           "the engines skip it as they skip text inside a range",
           ("Apache POI FormulaEvalTestData_Copy.xlsx (fixtures/oracles/poi): MODE(B9,2,D7) with D7 empty, "
            "MODE(B8,\"1\",2,3): 3 cells", ITS_PROBE)),
-    _rule("product-of-single-cells", ("ironcalc", "libreoffice", "formulon"), "engine-departure",
+    _hazard("product-of-single-cells", "engine-departure",
           "the cell is 0 and a SUMPRODUCT of its cone has only single cells and numbers as arguments",
           "Excel multiplies single cells as values, so a text among them is #VALUE!; the engines count the text "
           "as 0, as inside a larger range",
           ("Apache POI FormulaEvalTestData_Copy.xlsx (fixtures/oracles/poi): SUMPRODUCT(G1330:G1330,I1330:I1330)",
            ITS_PROBE)),
-    _rule("text-exponent-with-literal", ("ironcalc", "libreoffice", "formulon"), "engine-departure",
+    _hazard("text-exponent-with-literal", "engine-departure",
           "the cell is a text with an exponent's sign and a literal character, and its cone calls TEXT",
           "with a literal between a format's E+ and its digits (|#.#|E+|#|) Excel writes the sign next to the "
           "digits, after the literal (|1.2|E|+5|); LibreOffice and Formulon write it after the E (|1.2|E+|5|), "
           "IronCalc puts the literal before the E",
           ("Apache POI NumberFormatApproxTests.xlsx (fixtures/oracles/poi): 6 cells", ITS_PROBE)),
-    _rule("address-of-a-workbook", ("ironcalc", "libreoffice", "formulon"), "engine-departure",
+    _hazard("address-of-a-workbook", "engine-departure",
           "the cell is a text that starts '[ and its cone calls ADDRESS",
           "given a sheet text that names a workbook ([Book1]Sheet1) Excel writes it unquoted "
           "([Book1]Sheet1!$C2); the engines quote it ('[Book1]Sheet1'!$C2)",
           ("Apache POI FormulaEvalTestData_Copy.xlsx (fixtures/oracles/poi): ADDRESS(2,3,3,TRUE,\"[Book1]Sheet1\")",
            ITS_PROBE)),
+    # --- hazards of the formula, cleared per engine only by cells Excel computed ---
+    _hazard("date-from-text", "engine-departure",
+            "a formula of the cone reads a date or time from text: DATEVALUE, TIMEVALUE, or a date function "
+            "(DAY, MONTH, EOMONTH, YEARFRAC ...) of a text joined with & (EOMONTH(1&\"Jan\"&2016,0))",
+            "which texts Excel reads as dates and times, and how, is its own (\"9 Aug 2021\", \"1Jan2016\" are "
+            "dates, \"1:30PM\" is #VALUE!); IronCalc and LibreOffice read other sets (both give 0.5625 for "
+            "TIMEVALUE(\"1:30PM\"), IronCalc #VALUE! for \"9 Aug 2021\")",
+            ("Excel 365 oracle: datevalue_timevalue (fixtures/oracles/excel365)",
+             "https://support.microsoft.com/office/datevalue-function-df8b07d4-7761-4a93-bc33-b7471bbff252", ITS_PROBE),
+            cleared=(Clearance("formulon", (EXCEL365 + "datevalue_timevalue",),
+                               "in-sample: Formulon was developed against this oracle"),)),
+    _hazard("date-text-in-criteria", "engine-departure",
+            "a criteria argument of COUNTIF(S), SUMIF(S), AVERAGEIF(S), MAXIFS or MINIFS compares with a date "
+            "written as text (\">=1/1/2020\", \">=\"&\"1-\"&B1&\"-2020\")",
+            "Excel reads the text after the operator as a date, by its locale, and compares it with the dates of "
+            "the range as a number; an engine that compares it as text, or reads it otherwise, counts other rows "
+            "(0 where Excel counts some)",
+            ("https://support.microsoft.com/office/countifs-function-dda3dc6e-f74e-4aee-88bc-aa8c2a866842",
+             ITS_PROBE)),
+    _hazard("textjoin-empty-flag", "engine-departure",
+            "a formula of the cone calls TEXTJOIN with ignore_empty written as nothing (TEXTJOIN(\",\",,A1:A3))",
+            "Excel reads the argument written as nothing as TRUE and skips the empty cells; LibreOffice reads it "
+            "as FALSE and Formulon keeps them",
+            ("IronCalc TEXTJOIN.xlsx (fixtures/oracles/ironcalc): Excel's cache of G14", ITS_PROBE),
+            cleared=(Clearance("ironcalc", ("ironcalc/calc_tests/TEXT/TEXTJOIN.xlsx!Sheet1!G14",),
+                               "one cell Excel saved"),)),
+    _hazard("offset-array", "engine-departure",
+            "a formula of the cone calls OFFSET with an array constant of offsets or sizes (OFFSET(A1:A17,,{1,2,3}))",
+            "Excel makes one reference per element (SUMIF sums each); LibreOffice takes the first only, Formulon "
+            "gives #VALUE!; no Excel-computed cell shows what IronCalc does",
+            ("SpreadsheetBench 50250", ITS_PROBE)),
+    _hazard("lookup-column-array", "engine-departure",
+            "a formula of the cone calls VLOOKUP or HLOOKUP with an array constant of column or row numbers ({9,10})",
+            "Excel returns one value per column and skips an empty cell there as empty; LibreOffice gives 0 for "
+            "it, Formulon #VALUE!; no Excel-computed cell shows what IronCalc does",
+            ("SpreadsheetBench 10281", ITS_PROBE)),
+    _hazard("approximate-match-over-computed-array", "undocumented-behaviour",
+            "the cone holds MATCH(value, an expression) or MATCH(value, an expression, 1)",
+            "an approximate MATCH needs its array sorted; over a computed array, which may not be, Excel's answer "
+            "comes from its binary search (MATCH(2, 1/(A1:A9=\"x\")) is the last \"x\"), which Excel does not "
+            "document; LibreOffice gives the first match, and no Excel-computed cell shows the others' search",
+            ("https://support.microsoft.com/office/match-function-e8dffd45-c762-47d6-bf89-533f4a37673a",
+             "SpreadsheetBench 59902", ITS_PROBE)),
     # --- totals mending (engines/totals.py), for the engines that get SUBTOTAL or AGGREGATE wrong ---
     _rule("totals-not-computed", ("ironcalc", "formulon", "gnumeric", "pycel"), "engine-departure",
           "the cone holds a SUBTOTAL or AGGREGATE the engine gets wrong here (rows a filter or the user hides, "
@@ -158,10 +233,6 @@ RULES: tuple[Rule, ...] = (
           "bridge's work budget, a chain that did not settle, or a call reading a LET or LAMBDA name",
           "IronCalc's own value of that call departs from Excel's (engines/ironcalc_bridge.py lists how)",
           (ITS_PROBE,)),
-    _rule("ironcalc-date-text", ("ironcalc",), "engine-departure",
-          "#VALUE! where the cone reads a date from text (DATEVALUE, a date function of a text)",
-          "IronCalc reads fewer texts as dates than Excel (\"9 Aug 2021\")",
-          ("SpreadsheetBench 51958", "SpreadsheetBench 46646")),
     _rule("ironcalc-lookup-of-empty", ("ironcalc",), "engine-departure",
           "the cone holds VLOOKUP, HLOOKUP or XLOOKUP of an empty cell over a range that holds an empty cell",
           "IronCalc matches the empty cell of the range; Excel does not",
@@ -190,14 +261,6 @@ RULES: tuple[Rule, ...] = (
           "(LOOKUP(2,1/(A1:A3=\"a\"),B1:B3) is the last match); Formulon meets the array by implicit intersection",
           (ITS_PROBE, "fixtures/probes: lookup-last-match, aggregate-array-large, criteria-countifs-array-constant",
            "https://support.microsoft.com/office/implicit-intersection-operator-ce3be07b-0101-4450-a24e-c1c999be2b34")),
-    _rule("formulon-textjoin-empty-flag", ("formulon",), "engine-departure",
-          "a formula of the cone calls TEXTJOIN with ignore_empty written as nothing (TEXTJOIN(\",\",,A1:A3))",
-          "Excel ignores the empty cells there; Formulon keeps them, as LibreOffice does (libreoffice-textjoin-empty-flag)",
-          (ITS_PROBE, "SpreadsheetBench 44389")),
-    _rule("formulon-offset-array", ("formulon",), "engine-departure",
-          "a formula of the cone calls OFFSET with an array constant of offsets or sizes",
-          "Excel returns one reference per element; Formulon gives #VALUE!, as LibreOffice does (libreoffice-offset-array)",
-          (ITS_PROBE,)),
     _rule("offset-computed-array", ("ironcalc", "formulon"), "engine-departure",
           "a formula of the cone calls OFFSET with offsets or sizes computed from multi-cell ranges "
           "(OFFSET(A1,ROW(A1:A3)-ROW(A1),0)); Formulon's cell abstains only when it is #VALUE!; IronCalc's not "
@@ -213,11 +276,6 @@ RULES: tuple[Rule, ...] = (
           "Excel takes rows or columns written as nothing as 1 (SEQUENCE(,5) is {1,2,3,4,5}); Formulon gives "
           "#CALC! for every SEQUENCE with an argument written as nothing",
           (ITS_PROBE, "https://exceljet.net/functions/sequence-function")),
-    _rule("formulon-lookup-column-array", ("formulon",), "engine-departure",
-          "a formula of the cone calls VLOOKUP or HLOOKUP with an array constant of column or row numbers",
-          "Excel returns one value per column; Formulon gives #VALUE!, as LibreOffice does "
-          "(libreoffice-lookup-column-array)",
-          (ITS_PROBE,)),
     _rule("formulon-structured-reference", ("formulon",), "engine-departure",
           "a formula of the cone holds a structured reference without its table's name ([@Qty]) or to a "
           "table's totals row (Stock[[#Totals],[Units]])",
@@ -250,31 +308,10 @@ RULES: tuple[Rule, ...] = (
           "LibreOffice gives an Err:5xx code, which no Excel value matches",
           "Err:5xx is LibreOffice's failure to compile or compute the formula",
           (ITS_PROBE,)),
-    _rule("libreoffice-approximate-match", ("libreoffice",), "engine-departure",
-          "the cone holds MATCH(value, an expression) or MATCH(value, an expression, 1)",
-          "LibreOffice's approximate MATCH over a computed array gives the first match, not Excel's "
-          "binary-search answer (MATCH(2, 1/(A1:A9=\"x\")) is the last \"x\" in Excel)",
-          ("SpreadsheetBench 59902",)),
-    _rule("libreoffice-textjoin-empty-flag", ("libreoffice",), "engine-departure",
-          "the cone holds TEXTJOIN whose ignore_empty is written as nothing",
-          "LibreOffice reads an argument written as nothing as FALSE; Excel's caches read it as TRUE",
-          ("SpreadsheetBench 44389",)),
-    _rule("libreoffice-date-text", ("libreoffice",), "engine-departure",
-          "#VALUE! where the cone has a date function or DATEVALUE/TIMEVALUE read a date from text",
-          "LibreOffice reads fewer texts as dates than Excel (\"1Jan2016\")",
-          ("SpreadsheetBench 46646", "SpreadsheetBench 55392")),
     _rule("libreoffice-filterxml", ("libreoffice",), "engine-departure",
           "the cone calls FILTERXML",
           "LibreOffice's FILTERXML gives the first match only, where Excel gives all, in an array formula too",
           ("SpreadsheetBench 54144",)),
-    _rule("libreoffice-offset-array", ("libreoffice",), "engine-departure",
-          "the cone holds OFFSET with an array of offsets or sizes (OFFSET(A1:A17,,{1,2,3}))",
-          "Excel makes one reference per element (SUMIF sums each); LibreOffice takes the first only",
-          ("SpreadsheetBench 50250",)),
-    _rule("libreoffice-lookup-column-array", ("libreoffice",), "engine-departure",
-          "the cone holds VLOOKUP or HLOOKUP with an array of column or row numbers ({9,10})",
-          "LibreOffice gives 0 for an empty cell there, which Excel's functions skip as empty",
-          ("SpreadsheetBench 10281",)),
     _rule("libreoffice-small-large-k", ("libreoffice",), "engine-departure",
           "#VALUE! where the cone calls SMALL or LARGE",
           "k beyond the count is #NUM! in Excel and #VALUE! in LibreOffice",

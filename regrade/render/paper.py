@@ -13,7 +13,6 @@ default columns when every row has the same one (the note names it instead).
 
 from __future__ import annotations
 
-import re
 
 from regrade.render.rows import latex_escape
 

@@ -94,9 +94,3 @@ def reads_a_date_from_text(call: Call) -> bool:
     if call.name in READS_TEXT_AS_DATE:
         return True
     return call.name in TAKES_A_DATE and bool(call.args) and "&" in QUOTED.sub("", call.args[0])
-
-
-def formula_reads_a_date_from_text(formula: str) -> bool:
-    """Whether some call of the formula does (:func:`reads_a_date_from_text`); a quick look at
-    the text first, since every such call holds ``VALUE(`` or ``&``."""
-    return ("VALUE(" in formula.upper() or "&" in formula) and any(reads_a_date_from_text(c) for c in calls(formula))
