@@ -66,6 +66,7 @@ class CaseRecord(BaseModel):
     output_path: str
     answer_path: str
     original_pass: bool | None = None
+    original_grader: str | None = None  # what gave original_pass (Harbor's verifier reward, the manifest ...)
     shallow_pass: bool | None
     full_pass: bool | None
     verdict: str

@@ -55,6 +55,7 @@ def case_fields(case: Case) -> dict:
         "output_path": str(case.output_path),
         "answer_path": str(case.answer_path),
         "original_pass": case.original_pass,
+        "original_grader": case.original_grader,
     }
 
 

@@ -82,7 +82,8 @@ def test_a_harbor_job_gives_each_trial_s_cases_reward_and_what_was_not_collected
     said = "\n".join(loaded.notes)
     assert "1 trials of tasks the dataset lacks, left out: 99999__ccc (task 99999)" in said
     assert "dataset tasks without a trial" not in said  # the dataset's one task has two
-    assert "2 output workbooks not collected from their trial" in said and f"{TASK}__bbb (2_{TASK}_output.xlsx)" in said
+    assert "2 output workbooks missing: the trial's artifacts do not list the output folder" in said \
+        and f"{TASK}__bbb (2_{TASK}_output.xlsx)" in said
 
 
 def test_harbor_jobs_on_the_command_line_named_and_detected(dataset, job, tmp_path):
@@ -96,7 +97,7 @@ def test_harbor_jobs_on_the_command_line_named_and_detected(dataset, job, tmp_pa
                                        "-o", str(tmp_path / "r.jsonl")])
     assert result.exit_code == 0, result.output
     assert "condition skills: 4 of 6 outputs found, 2 missing" in result.stderr
-    assert "Harbor job 2026-12-01__skills (skills): 2 output workbooks not collected" in result.stderr
+    assert "Harbor job 2026-12-01__skills (skills): 2 output workbooks missing" in result.stderr
     records = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()[1:]]
     assert {(r["condition"], r["trial"]) for r in records} == {("none", 1), ("skills", 1), ("skills", 2)}
     assert all(r["original_pass"] is True for r in records if r["condition"] == "skills" and r["trial"] == 1)

@@ -11,7 +11,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from regrade.grading.verdicts import ARTIFACT, ENGINES_DISAGREE, INVALID_GOLDEN, UNEVALUABLE, VERDICTS
+from regrade.grading.verdicts import (
+    ARTIFACT, CONFIRMED_FAIL, CONFIRMED_PASS, ENGINES_DISAGREE, FALSE_PASS, INVALID_GOLDEN, UNEVALUABLE, VERDICTS,
+)
 from regrade.workbook.screening import HOSTILE_REASONS
 
 MISSING_OUTPUT = "missing-output"
@@ -37,6 +39,50 @@ def broken_outputs(records: list[dict]) -> Counter:
 
 
 @dataclass
+class OwnGrades:
+    """The run's own grades (``original_pass``: a Harbor reward, a manifest's column) against the
+    full grade, by trial of a task (the unit a run's grader grades): a trial passes in full when
+    every case does, fails when one case fails, and is undecided otherwise."""
+
+    graders: list[str] = field(default_factory=list)
+    failed: int = 0  # trials the run's grader failed
+    failed_but_pass: int = 0  # ... that pass in full
+    passed: int = 0
+    passed_but_fail: int = 0
+    undecided: int = 0  # trials with a grade of their own that the full grade could not decide
+
+    @property
+    def line(self) -> str:
+        return (f"Against the run's own grades ({', '.join(self.graders)}), by trial: {self.failed_but_pass} of "
+                f"{self.failed} it failed pass when recomputed in full, {self.passed_but_fail} of {self.passed} it "
+                f"passed fail in full" + (f", {self.undecided} could not be decided" if self.undecided else "") + ".")
+
+
+def own_grades(records: list[dict]) -> OwnGrades | None:
+    """:class:`OwnGrades` of the records that carry the run's own grade, or None when none does."""
+    trials: dict[tuple, list[dict]] = {}
+    for r in records:
+        if r.get("original_pass") is not None:
+            trials.setdefault((r["stack"], r["benchmark"], r["condition"], r["task_id"], r.get("trial", 1)), []).append(r)
+    if not trials:
+        return None
+    result = OwnGrades(graders=sorted({str(r.get("original_grader") or "the run's grades") for t in trials.values() for r in t}))
+    for cases in trials.values():
+        verdicts = [r.get("verdict") for r in cases]
+        full = False if any(v in (CONFIRMED_FAIL, FALSE_PASS) for v in verdicts) else \
+            True if all(v in (CONFIRMED_PASS, ARTIFACT) for v in verdicts) else None
+        own = bool(cases[0]["original_pass"])
+        result.passed += own
+        result.failed += not own
+        if full is None:
+            result.undecided += 1
+        else:
+            result.failed_but_pass += (not own) and full
+            result.passed_but_fail += own and not full
+    return result
+
+
+@dataclass
 class RunSummary:
     cases: int = 0
     value_only_failures: int = 0
@@ -46,11 +92,15 @@ class RunSummary:
     seconds: float | None = None
     left_out: dict[str, int] = field(default_factory=dict)  # the dataset's tasks not graded, by why (LeftOut)
     conditions: list[str] = field(default_factory=list)  # the run's conditions, in name order
+    own: OwnGrades | None = None  # the run's own grades against the full grade, where it has them
 
     @property
     def headline(self) -> str:
-        return f"{self.artifacts} of {self.value_only_failures} value-only failures were grader artifacts " \
-               "(correct when recomputed)"
+        value_only = f"{self.artifacts} of {self.value_only_failures} value-only failures were grader artifacts " \
+                     "(correct when recomputed)"
+        if self.own is None:
+            return value_only
+        return f"{self.own.line[:-1]}; the benchmark's value-only grader, as regrade reproduces it: {value_only}"
 
     def lines(self, results: Path | None = None, quiet: bool = False) -> list[str]:
         """The summary for stderr, ending with the commands to run next on ``results``; with
@@ -102,7 +152,7 @@ def summarise(records: list[dict], seconds: float | None = None, left_out: dict[
     conditions = {r["condition"] for r in records}
     summary = RunSummary(cases=len(records), seconds=seconds, broken=broken_outputs(records),
                          left_out={why: len(tasks) for why, tasks in (left_out or {}).items()},
-                         conditions=sorted(conditions))
+                         conditions=sorted(conditions), own=own_grades(records))
     for record in records:
         if record.get("shallow_pass") is False:
             summary.value_only_failures += 1

@@ -62,7 +62,9 @@ def _summary(report: Report) -> str:
     false_passes = sum(r["verdict"] == "false-pass" for r in records)
     not_judged = sum(count for _, count in report.not_judged())
     scope = f"{escape(report.scope)}: " if report.scope else ""
-    extra = "".join(f" {escape(line)}" for line in summarise(records, left_out=report.left_out()).broken_and_left_out())
+    summary = summarise(records, left_out=report.left_out())
+    own = f" {escape(summary.own.line)}" if summary.own is not None else ""
+    extra = own + "".join(f" {escape(line)}" for line in summary.broken_and_left_out())
     return (f'<p class="lede">{scope}{len(records)} cases in {len(report.conditions)} conditions from '
             f"{len(report.sources)} results file{'s' if len(report.sources) != 1 else ''}. "
             f"<strong>{artifacts} of {failures} value-only failures were grader artifacts</strong> (correct when "

@@ -49,6 +49,7 @@ class Case(BaseModel):
     answer_position: str
     answer_sheet: str | None = None
     original_pass: bool | None = None
+    original_grader: str | None = None  # what gave original_pass: "Harbor's verifier reward", an inspect_ai scorer ...
 
     @field_validator("task_id", mode="before")
     @classmethod
@@ -275,6 +276,8 @@ def manifest_cases(manifest: Path) -> list[Case]:
         fields["output_path"] = base / str(row["output_path"])
         fields["answer_path"] = base / str(row["answer_path"])
         fields["original_pass"] = _optional_bool(row.get("original_pass"), manifest, number)
+        if fields["original_pass"] is not None:
+            fields["original_grader"] = "the manifest's original_pass"
         for optional in ("trial", "answer_sheet"):
             if fields.get(optional) in ("", None):
                 fields.pop(optional, None)

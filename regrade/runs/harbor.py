@@ -10,11 +10,16 @@ a multi-step trial keeps them under ``steps/<step>/artifacts/``.
 Each trial of a task in the dataset becomes that task's cases, one per golden file: the trial's
 output workbooks are found by name (``<n>_<id>_output.xlsx``) anywhere in its artifacts, its
 verifier reward (result.json, else ``verifier/reward.json`` or ``reward.txt``) is the original
-grade (a pass when it is at least 1, as SpreadsheetBench's
-all-cases-pass rule has it), and trials of one task are numbered in name order. A trial whose
-workbook was not collected (Harbor collects only what the task or job lists as artifacts), a
-trial without a reward, a trial of a task the dataset lacks, and a dataset task without a trial
-are each said in :attr:`HarborJob.notes`.
+grade (a pass when it is at least 1, as SpreadsheetBench's all-cases-pass rule has it), and
+trials of one task are numbered in the order they started (``started_at``; harbor's trial names
+end in random letters). Harbor's own verdict on a reward is honoured: a trial whose
+``reward_valid`` is false, or one of whose exceptions has an error policy without a valid reward
+(``exception_info.policy.has_valid_reward``: a rate limit, a verifier timeout), has no original
+grade; one whose policy says it should not be graded (the sandbox never started) is left out.
+Where a workbook is missing, the trial's ``artifacts/manifest.json`` says why: the output folder
+was not listed as an artifact, was listed but could not be collected, or was collected with no
+output workbook in it. Each of these, a trial without a reward, a trial of a task the dataset
+lacks, and a dataset task without a trial are said in :attr:`HarborJob.notes`.
 """
 
 from __future__ import annotations
@@ -61,10 +66,14 @@ def harbor_cases(dataset_dir: Path, condition: str, job_dir: Path, stack: str | 
             tasks[task_id] = (position, sheet)
     job = HarborJob()
     trials_of: dict[str, int] = {}
-    unknown, uncollected, unrewarded, of_excluded = [], [], [], []
-    for trial_dir in sorted(p for p in job_dir.iterdir() if (p / "result.json").is_file()):
-        result = _result(trial_dir)
+    unknown, unrewarded, of_excluded, invalid, ungraded = [], [], [], [], []
+    missing: dict[str, list[str]] = {why: [] for why in MISSING_WHY}
+    for trial_dir, result in _trials_in_start_order(job_dir):
         task_id = str(result.get("task_name", "")).rsplit("/", 1)[-1]
+        validity = _reward_validity(result)
+        if validity == "not graded":
+            ungraded.append(f"{trial_dir.name} ({_exception_types(result)})")
+            continue
         if task_id in excluded:
             of_excluded.append(f"{trial_dir.name} (task {task_id})")
             continue
@@ -73,29 +82,84 @@ def harbor_cases(dataset_dir: Path, condition: str, job_dir: Path, stack: str | 
             continue
         trials_of[task_id] = trial = trials_of.get(task_id, 0) + 1
         reward = _reward(result, trial_dir)
-        if reward is None:
+        if reward is not None and validity == "invalid":
+            invalid.append(f"{trial_dir.name} ({_exception_types(result) or 'reward_valid false'})")
+            reward = None
+        elif reward is None:
             unrewarded.append(trial_dir.name)
         outputs = _outputs(trial_dir)
         position, sheet = tasks[task_id]
         for case, golden in golden_files(dataset_dir, task_id).items():
             name = f"{case}_{task_id}_output.xlsx"
             if name not in outputs:
-                uncollected.append(f"{trial_dir.name} ({name})")
+                missing[why_missing(trial_dir)].append(f"{trial_dir.name} ({name})")
             job.cases.append(Case(stack=stack or _stack(result), benchmark=benchmark, condition=condition,
                                   task_id=task_id, case=case, trial=trial,
                                   output_path=outputs.get(name, trial_dir / "artifacts" / name), answer_path=golden,
                                   answer_position=position, answer_sheet=sheet,
-                                  original_pass=None if reward is None else reward >= 1))
+                                  original_pass=None if reward is None else reward >= 1,
+                                  original_grader=HARBOR_GRADER))
     untried = [task for task in tasks if task not in trials_of]
     for what, items in (("trials of tasks the dataset lacks, left out", unknown),
                         ("trials of tasks the dataset marks exclude, left out", of_excluded),
                         ("dataset tasks without a trial in this job, left out", untried),
-                        ("output workbooks not collected from their trial (Harbor collects only the task's or job's "
-                         "artifacts: list /app/output there)", uncollected),
+                        ("trials Harbor's error policy says not to grade (should_grade false), left out", ungraded),
+                        *((f"output workbooks missing: {why}", items) for why, items in missing.items()),
+                        ("trials whose reward Harbor marks invalid (reward_valid false), so no original grade",
+                         invalid),
                         ("trials without a verifier reward (no original grade)", unrewarded)):
         if items:
             job.notes.append(f"warning: Harbor job {job_dir.name} ({condition}): {len(items)} {what}: {first_few(items)}")
     return job
+
+
+HARBOR_GRADER = "Harbor's verifier reward"
+NOT_LISTED = "the trial's artifacts do not list the output folder (list /app/output in the task's or job's artifacts)"
+NOT_COLLECTED = "listed as an artifact, but harbor could not collect it (artifacts/manifest.json: failed; no such folder?)"
+NONE_WRITTEN = "the output folder was collected with no output workbook in it (the agent wrote none)"
+MISSING_WHY = (NOT_LISTED, NOT_COLLECTED, NONE_WRITTEN)
+
+
+def _trials_in_start_order(job_dir: Path) -> list[tuple[Path, dict]]:
+    """The job's trial folders with their results, by ``started_at`` (then name; a trial that never
+    started, last)."""
+    trials = [(p, _result(p)) for p in sorted(job_dir.iterdir()) if (p / "result.json").is_file()]
+    return sorted(trials, key=lambda t: (not t[1].get("started_at"), str(t[1].get("started_at") or ""), t[0].name))
+
+
+def _exceptions(result: dict) -> list[dict]:
+    """The trial's exceptions, its own and its steps' (Harbor's ``recorded_exceptions``)."""
+    found = [result.get("exception_info"), *((step or {}).get("exception_info") for step in result.get("step_results") or [])]
+    return [e for e in found if isinstance(e, dict)]
+
+
+def _exception_types(result: dict) -> str:
+    return ", ".join(str(e.get("exception_type", "?")) for e in _exceptions(result))
+
+
+def _reward_validity(result: dict) -> str:
+    """``not graded`` when an exception's error policy says the trial should not be graded,
+    ``invalid`` when Harbor marks its reward invalid (``reward_valid`` false, or a policy without
+    a valid reward), else ``valid``. A result written before harbor recorded policies is valid."""
+    policies: list[dict] = [p for e in _exceptions(result) if isinstance(p := e.get("policy"), dict)]
+    if any(p.get("should_grade") is False for p in policies):
+        return "not graded"
+    if result.get("reward_valid") is False or any(p.get("has_valid_reward") is False for p in policies):
+        return "invalid"
+    return "valid"
+
+
+def why_missing(trial_dir: Path) -> str:
+    """Why a trial's output workbook is not in its artifacts, by its ``artifacts/manifest.json``:
+    the entries harbor wrote for each path it tried to collect (status ok, empty, failed, skipped)."""
+    try:
+        entries = json.loads((trial_dir / "artifacts" / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        entries = []
+    outputs = [e for e in entries if isinstance(e, dict) and str(e.get("source", "")).rstrip("/") in ("/app/output", "/app")]
+    if not outputs:
+        return NOT_LISTED
+    return NOT_COLLECTED if all(e.get("status") == "failed" for e in outputs) else NONE_WRITTEN
 
 
 def _result(trial_dir: Path) -> dict:

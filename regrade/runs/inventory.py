@@ -6,16 +6,20 @@ are missing (with one path where an output was expected), and which files of its
 no case (``1_38462.xlsx`` where ``1_38462_output.xlsx`` was expected, an ``.xls`` or ``.csv``
 output). A condition none of whose outputs exist is an error of the run
 (:class:`EmptyCondition`), unless the caller allows it; the same holds for a run none of whose
-answer files exist (a manifest whose paths were written relative to another folder).
+answer files exist (a manifest whose paths were written relative to another folder). A Harbor
+condition says why from its trials' artifact manifests, and one whose trials' output folders
+were all collected empty is graded (its agents wrote nothing: genuine failures).
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from regrade.runs.cases import Case, RunError
+from regrade.runs.harbor import HARBOR_GRADER, NONE_WRITTEN, why_missing
 
 WORKBOOK_SUFFIXES = (".xlsx", ".xlsm", ".xls", ".xlsb", ".ods", ".csv")  # what an agent may have written as its output
 SHOWN = 3  # file names quoted in a message
@@ -38,6 +42,13 @@ class ConditionInventory:
     unmatched: list[Path] = field(default_factory=list)  # workbook-like files of its folders that no case reads
     unknown_tasks: list[Path] = field(default_factory=list)  # named <n>_<id>_output.xlsx for an id the dataset lacks
     folder: Path | None = None  # the condition's output folder: files are named relative to it
+    harbor_missing: Counter[str] = field(default_factory=Counter)  # a Harbor job's missing outputs, by why (its manifests)
+
+    @property
+    def none_written(self) -> bool:
+        """A Harbor condition whose every missing output was collected empty: its agents wrote none,
+        genuine failures rather than a wrong folder."""
+        return bool(self.missing) and self.harbor_missing.get(NONE_WRITTEN, 0) == len(self.missing)
 
     @property
     def complete(self) -> bool:
@@ -85,6 +96,8 @@ def take_inventory(cases: list[Case], folders: dict[str, Path] | None = None) ->
             inventory.found += 1
         else:
             inventory.missing.append(case.output_path)
+            if case.original_grader == HARBOR_GRADER:  # <trial>/artifacts/<name>: its manifest says why
+                inventory.harbor_missing[why_missing(case.output_path.parent.parent)] += 1
         if not case.answer_path.is_file():
             inventory.missing_answers.append(case.answer_path)
         expected.setdefault(case.condition, set()).add(case.output_path.resolve())
@@ -122,7 +135,11 @@ def check_inventory(inventories: list[ConditionInventory], allow_missing: bool, 
     if total and sum(len(i.missing_answers) for i in inventories) == total:
         first = next(i.missing_answers[0] for i in inventories if i.missing_answers)
         raise EmptyCondition(f"none of the {total} cases' answer files exists (e.g. {first}){hint}")
-    empty = [i for i in inventories if i.cases and not i.found]
+    empty = [i for i in inventories if i.cases and not i.found and not i.none_written]
+    if any(i.harbor_missing for i in empty):
+        whys = sorted({why for i in empty for why in i.harbor_missing})
+        raise EmptyCondition(f"{len(empty)} Harbor condition(s) have no output workbook at all: "
+                             + "; ".join(i.message() for i in empty) + f". Why, by the trials' manifests: {'; '.join(whys)}")
     if empty:
         lines = [i.message() for i in empty]
         raise EmptyCondition(
