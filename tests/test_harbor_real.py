@@ -102,3 +102,12 @@ def test_the_full_grade_is_set_against_the_run_s_own_grade_and_its_grader_named(
     report = CliRunner().invoke(main, ["report", str(tmp_path / "r.jsonl"), "-o", str(tmp_path / "report.html")])
     assert report.exit_code == 0, report.output
     assert "by trial: 0 of 2 it failed pass when recomputed in full" in (tmp_path / "report.html").read_text()
+    # two jobs of different agents (nop, oracle) are different stacks: the empty table is said, with the way to pair them
+    unpaired = CliRunner().invoke(main, ["table", str(tmp_path / "r.jsonl")])
+    assert "oracle / spreadsheetbench has no condition none to pair against" in unpaired.stderr
+    assert "--stack NAME" in unpaired.stderr and "the table is empty" in unpaired.stderr
+    paired = CliRunner().invoke(main, ["table", str(tmp_path / "r.jsonl"), "--stack", "harbor", "--format", "json"])
+    assert paired.exit_code == 0, paired.output
+    rows = json.loads(paired.stdout)
+    regraded = next(r for r in (rows if isinstance(rows, list) else rows["rows"]) if r["grading"] == "regraded")
+    assert (regraded["n"], regraded["gains"], regraded["regressions"]) == (2, 2, 0)  # both tasks: nop fails, oracle passes
