@@ -929,9 +929,13 @@ def audit_benchmark_command(ctx, folder, grader, recalc, fail_on, workers, limit
 @audit_group.command("grader")
 @click.argument("names", nargs=-1)
 @click.option("--command", "command", metavar="'CMD {output} {answer} {position}'", help="A grader run as a command: "
-              "exit status 0 is a pass (or, with --threshold, the last number it prints is its score).")
+              "exit status 0 is a pass (or, with --threshold, the last number it prints is its score). Also "
+              "{answer_sheet}, {input} (the task's input workbook, which a generated pack carries) and "
+              "{instruction_type}; a control without what the command names is an error of that control.")
 @click.option("--callable", "callable_target", metavar="MODULE:FUNCTION", help="A Python grader called as "
-              "function(output, answer, position) -> bool, or a score with --threshold.")
+              "function(output, answer, position) -> bool, or a score with --threshold; a function that names "
+              "input, answer_sheet or instruction_type among its parameters gets them by keyword (input is None "
+              "where the pack has no input: the hand-made pack).")
 @click.option("--threshold", type=float, help="The score a --command or --callable grader needs to pass.")
 @click.option("--name", "label", help="What reports call a --command or --callable grader (default: command, callable).")
 @click.option("--pack", "pack_dir", type=click.Path(path_type=Path, file_okay=False), default=None,

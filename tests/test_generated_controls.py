@@ -2,6 +2,7 @@
 
 import json
 import shutil
+from pathlib import Path
 
 import openpyxl
 import pytest
@@ -227,3 +228,60 @@ def test_cells_an_array_formula_outside_the_answer_range_fills_are_not_made_cons
     for category in ("constants", "one-row-off", "empty-range"):
         assert reasons[category] == "an array formula at A1 outside the answer range fills cells in it"
     assert reasons["perturbed-constant"] == "no answer cell whose value can be changed on its own"
+
+
+SEEN: list[dict] = []
+
+
+def tolerant_grader(output, answer, position, input=None, answer_sheet=None, instruction_type=None):
+    """A grader shaped as SpreadsheetBench 2's is (written here, not taken from it): it needs the
+    task's input, and accepts a number within 1% of the answer's."""
+    SEEN.append({"input": input, "answer_sheet": answer_sheet, "instruction_type": instruction_type})
+    assert input is not None and Path(input).is_file()
+    from openpyxl.utils.cell import range_boundaries
+
+    got, want = (openpyxl.load_workbook(p, data_only=True) for p in (output, answer))
+    sheet = answer_sheet or want.sheetnames[0]
+    low_col, low_row, high_col, high_row = range_boundaries(position.split("!")[-1].replace("'", ""))
+    for row in range(low_row, high_row + 1):
+        for col in range(low_col, high_col + 1):
+            a, b = got[sheet].cell(row, col).value, want[sheet].cell(row, col).value
+            if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+                if abs(a - b) > 0.01 * abs(b):
+                    return False
+            elif a != b:
+                return False
+    return True
+
+
+def test_a_grader_that_needs_the_input_gets_it_and_a_perturbation_says_its_size(pack):
+    """The pack carries each task's input and instruction type; a callable naming them gets them by
+    keyword; a perturbed control records its change, so a tolerance is told from a defect."""
+    controls = load_pack(pack.folder, pack.digest)
+    perturbed = [c for c in controls.controls if c.category == "perturbed-constant"]
+    assert perturbed and all(c.input is not None and c.input.is_file() for c in controls.controls)
+    for control in perturbed:
+        change = control.perturbation
+        assert change is not None and {"cell", "from", "to"} <= set(change)
+        if isinstance(change["from"], float):  # a number + 1, relative to it
+            assert change["to"] == change["from"] + 1 and change["relative"] == pytest.approx(1 / abs(change["from"]))
+    SEEN.clear()
+    audit = audit_grader(make_grader(None, callable_target="tests.test_generated_controls:tolerant_grader"), controls)
+    assert len(SEEN) == len(controls.controls) and all(s["input"].endswith(".input.xlsx") for s in SEEN)
+    assert {s["instruction_type"] for s in SEEN} <= {"Cell-Level Manipulation", "Sheet-Level Manipulation"}
+    [row] = [c for c in audit.categories if c.category == "perturbed-constant"]
+    passed = {c.id for c in perturbed if (c.perturbation.get("relative") or 1) <= 0.01}
+    assert set(row.failing) == passed and set(row.perturbations) == passed  # false passes: exactly the ones within 1%
+    assert audit.as_json()["categories"][[c.category for c in audit.categories].index("perturbed-constant")]["perturbations"] \
+        == {i: next(c.perturbation for c in perturbed if c.id == i) for i in passed}
+
+
+def test_a_command_grader_gets_the_input_and_says_when_a_control_has_none(tmp_path):
+    from regrade.grading.graders import GraderFailure, TaskContext
+
+    grader = make_grader(None, command="test -f {input} -a -f {output}")
+    some = DATASET / "spreadsheet" / "32293" / "1_32293_input.xlsx"
+    assert grader.passes(some, some, "A1", task=TaskContext(input=some))
+    assert not grader.passes(some, some, "A1", task=TaskContext(input=tmp_path / "absent.xlsx"))
+    with pytest.raises(GraderFailure, match=r"\{input\}"):
+        grader.passes(some, some, "A1")

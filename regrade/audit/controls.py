@@ -41,6 +41,9 @@ class Control:
     why: str
     task_id: str | None = None  # the benchmark task a generated control was made from
     answer_sheet: str | None = None
+    input: Path | None = None  # the task's input workbook, for graders that need it (TaskContext)
+    instruction_type: str | None = None
+    perturbation: dict | None = None  # what a perturbed control changed: cell, from, to, relative size
 
 
 @dataclass(frozen=True)
@@ -89,7 +92,9 @@ def load_pack(folder: Path = PACK, expect_digest: str | None = None) -> ControlP
                         "this is a different pack, and its report would not compare with yours")
     records = json.loads((folder / "controls.json").read_text())
     controls = [Control(r["id"], r["category"], r["kind"], folder / r["output"], folder / r["answer"],
-                        r["answer_position"], r["why"], r.get("task_id"), r.get("answer_sheet")) for r in records]
+                        r["answer_position"], r["why"], r.get("task_id"), r.get("answer_sheet"),
+                        folder / r["input"] if r.get("input") else None, r.get("instruction_type"),
+                        r.get("perturbation")) for r in records]
     if bad := [c.id for c in controls if c.kind not in KINDS]:
         raise PackError(f"controls with a kind other than positive/negative: {', '.join(bad)}")
     return ControlPack(folder, digest, controls)

@@ -97,6 +97,7 @@ class TestCase:
     input: Path | None
     position: str
     answer_sheet: str | None
+    instruction_type: str | None = None
 
 
 @dataclass(frozen=True)
@@ -112,6 +113,9 @@ class Candidate:
     answer_position: str
     answer_sheet: str | None
     has_formulas: bool  # whether a graded cell of it holds a formula (then only an engine can say its value)
+    input: Path | None = None  # the task's input, copied into the pack (graders that need it get it)
+    instruction_type: str | None = None
+    perturbation: dict | None = None  # perturbed-constant: the cell, its value before and after, the relative size
 
     @property
     def kind(self) -> str:
@@ -157,8 +161,13 @@ def test_cases(dataset: Path, tasks: int | None = None, seed: int = 0) -> tuple[
         if not goldens:
             skipped.append(NotChecked(task_id, None, "no golden file"))
         for number, answer in sorted(goldens.items()):
-            found.append(TestCase(task_id, number, answer, input_file(answer, task_id, number), position, sheet))
+            found.append(TestCase(task_id, number, answer, input_file(answer, task_id, number), position, sheet,
+                                  _text_or_none(records[index].get("instruction_type"))))
     return found, skipped
+
+
+def _text_or_none(value: object) -> str | None:
+    return None if value is None else str(value)
 
 
 def dataset_digest(dataset: Path, cases: list[TestCase]) -> str:
@@ -181,6 +190,10 @@ def write_candidates(case: TestCase, policy_name: str, folder: Path) -> tuple[li
         return [], [NotChecked(case.task_id, case.case, "the answer position grades no cell")]
     answer = folder / f"{base}.answer.xlsx"
     answer.write_bytes(case.answer.read_bytes())
+    given_input = None
+    if case.input is not None:
+        given_input = folder / f"{base}.input.xlsx"
+        given_input.write_bytes(case.input.read_bytes())
     sheets = cell_xml.read_sheets(case.answer, {t.sheet for t in targets})
     if any(t.sheet not in sheets.parts for t in targets):
         return [], [NotChecked(case.task_id, case.case, "an answer cell's sheet has no part in the file")]
@@ -188,7 +201,7 @@ def write_candidates(case: TestCase, policy_name: str, folder: Path) -> tuple[li
     skipped: list[NotChecked] = []
 
     def write(category: str, elements: dict[CellRef, str] | None, source: Path | None = None,
-              has_formulas: bool | None = None) -> None:
+              has_formulas: bool | None = None, perturbation: dict | None = None) -> None:
         output = folder / f"{base}.{category}.xlsx"
         if source is not None:
             output.write_bytes(source.read_bytes())
@@ -197,7 +210,8 @@ def write_candidates(case: TestCase, policy_name: str, folder: Path) -> tuple[li
             sheets.write_edited(case.answer, output, elements)
             has_formulas = any(t not in elements or cell_xml.holds_formula(elements[t]) for t in formulas)
         made.append(Candidate(f"{base}.{category}", case.task_id, case.case, category, output, answer,
-                              case.position, case.answer_sheet, bool(has_formulas)))
+                              case.position, case.answer_sheet, bool(has_formulas), given_input,
+                              case.instruction_type, perturbation))
 
     def skip(category: str, reason: str) -> None:
         skipped.append(NotChecked(case.task_id, case.case, reason, category))
@@ -250,7 +264,8 @@ def write_candidates(case: TestCase, policy_name: str, folder: Path) -> tuple[li
     if perturbed is None:
         skip("perturbed-constant", "no answer cell whose value can be changed on its own")
     else:
-        write("perturbed-constant", perturbed)
+        edit, what_changed = perturbed
+        write("perturbed-constant", edit, perturbation=what_changed)
     if case.input is None:
         skip("do-nothing", "no input file")
     else:
@@ -286,12 +301,15 @@ def seal(folder: Path, kept: list[Candidate], not_checked: list[NotChecked], set
     seal the pack (manifest.json); returns its digest."""
     records = [{"id": c.id, "task_id": c.task_id, "case": c.case, "category": c.category, "kind": c.kind,
                 "output": c.output.name, "answer": c.answer.name, "answer_position": c.answer_position,
-                "answer_sheet": c.answer_sheet, "why": CATEGORIES[c.category][1]} for c in kept]
+                "answer_sheet": c.answer_sheet, "why": CATEGORIES[c.category][1],
+                "input": c.input.name if c.input is not None else None, "instruction_type": c.instruction_type,
+                **({"perturbation": c.perturbation} if c.perturbation is not None else {})} for c in kept]
     (folder / "controls.json").write_text(json.dumps(records, indent=1, ensure_ascii=False) + "\n")
     (folder / PACK_RECORD).write_text(json.dumps({
         "generator": settings, "source": source, "regrade_version": regrade_version(),
         "not_checked": [asdict(n) for n in not_checked]}, indent=1, ensure_ascii=False) + "\n")
-    wanted = {"controls.json", PACK_RECORD, MANIFEST} | {c.output.name for c in kept} | {c.answer.name for c in kept}
+    wanted = {"controls.json", PACK_RECORD, MANIFEST} | {c.output.name for c in kept} | {c.answer.name for c in kept} \
+        | {c.input.name for c in kept if c.input is not None}
     for path in folder.iterdir():
         if path.is_file() and path.name not in wanted:
             path.unlink()
@@ -315,10 +333,14 @@ def _shifted(present: dict[CellRef, cell_xml.Cell], graded: set[CellRef]) -> dic
             for ref, cell in present.items()}
 
 
-def _perturbed(targets: list[CellRef], present: dict[CellRef, cell_xml.Cell], golden) -> dict[CellRef, str] | None:
+def _perturbed(targets: list[CellRef], present: dict[CellRef, cell_xml.Cell],
+               golden) -> tuple[dict[CellRef, str], dict] | None:  # noqa: ANN001: a Golden
     """The first answer cell holding a constant changed (a number + 1, a text + "x", a boolean
     negated); else the first formula's cached value so changed, as a constant. ``targets``
-    leaves out the cells an array formula fills (their value is the formula's, not a constant)."""
+    leaves out the cells an array formula fills (their value is the formula's, not a constant).
+    With the edit, what it changed: the cell, its value before and after,
+    and for a number the change relative to it, so a reader tells a grader's tolerance from a
+    defect (a 1% relative tolerance accepts 1000 -> 1001)."""
     order = sorted((t for t in targets if t in present), key=lambda t: cell_xml.has_formula(present[t]))
     for ref in order:
         cell = present[ref]
@@ -326,15 +348,18 @@ def _perturbed(targets: list[CellRef], present: dict[CellRef, cell_xml.Cell], go
             continue
         value = golden.value(ref)
         kind, text = cell_xml.cell_type(cell), cell_xml.cached_text(cell)
+        change: dict = {"cell": f"{ref.sheet}!{ref.coordinate}"}
         if isinstance(value, bool):
-            return {ref: cell_xml.with_boolean(cell, not value)}
+            return {ref: cell_xml.with_boolean(cell, not value)}, {**change, "from": value, "to": not value}
         if kind in ("n", "d") and text not in (None, ""):
             try:
-                return {ref: cell_xml.with_number(cell, repr(float(text or "") + 1))}
+                before = float(text or "")
             except ValueError:
                 continue
+            return ({ref: cell_xml.with_number(cell, repr(before + 1))},
+                    {**change, "from": before, "to": before + 1, "relative": 1 / abs(before) if before else None})
         if isinstance(value, str) and kind in ("s", "str", "inlineStr"):
-            return {ref: cell_xml.with_text(cell, value + "x")}
+            return {ref: cell_xml.with_text(cell, value + "x")}, {**change, "from": value, "to": value + "x"}
     return None
 
 

@@ -28,7 +28,7 @@ from typing import Callable
 from regrade.audit.controls import Control, ControlPack
 from regrade.audit.generated import not_checked_of
 from regrade.case_workers import WorkerJob, grade_in_workers
-from regrade.grading.graders import Grader, GraderFailure, RegradeGrader, ValueGrader
+from regrade.grading.graders import Grader, GraderFailure, RegradeGrader, TaskContext, ValueGrader
 from regrade.paired.stats import wilson
 from regrade.provenance import regrade_version
 
@@ -43,6 +43,8 @@ class CategoryAudit:
     errored: int = 0  # controls the grader could not judge (GraderAudit.errors says why): neither pass nor fail
     failing: list[str] = field(default_factory=list)
     tasks: list[str] = field(default_factory=list)  # the benchmark tasks the failing controls come from
+    # a failing perturbed control's change (cell, from, to, relative): a tolerance, or a defect?
+    perturbations: dict[str, dict] = field(default_factory=dict)
 
     @property
     def wrong(self) -> int:
@@ -120,6 +122,8 @@ def audit_grader(grader: Grader, pack: ControlPack, workers: int = 1,
             row.false_fail += control.kind == "positive"
             row.false_pass += control.kind == "negative"
             row.failing.append(control.id)
+            if control.perturbation is not None:
+                row.perturbations[control.id] = control.perturbation
             if control.task_id is not None and control.task_id not in row.tasks:
                 row.tasks.append(control.task_id)
     ordered = sorted(by_category.values(), key=lambda c: (c.kind != "positive", c.category))
@@ -165,7 +169,8 @@ def _verdict_answer(grader: Grader, control: Control) -> dict:
 
 def _verdict(grader: Grader, control: Control) -> bool | str:
     try:
-        return bool(grader.passes(control.output, control.answer, control.answer_position, control.answer_sheet))
+        return bool(grader.passes(control.output, control.answer, control.answer_position, control.answer_sheet,
+                                  TaskContext(control.input, control.instruction_type)))
     except Exception as exc:
         return str(exc) if isinstance(exc, GraderFailure) else f"{type(exc).__name__}: {exc}"
 

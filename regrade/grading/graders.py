@@ -23,6 +23,7 @@ regrade                    regrade's own full grade: the consensus of its defaul
 from __future__ import annotations
 
 import importlib
+import inspect
 import shlex
 import subprocess
 import sys
@@ -51,12 +52,23 @@ class GraderFailure(Exception):
     exited other than 0 (pass) or 1 (fail). It is an error of that case, never a fail."""
 
 
+@dataclass(frozen=True)
+class TaskContext:
+    """What a benchmark's grader may need beyond output, answer and position: the task's input
+    workbook (SpreadsheetBench 2's grader splits the answer range into the cells the task changes
+    and those it must leave as they were) and its instruction type (cell- or sheet-level)."""
+
+    input: Path | None = None
+    instruction_type: str | None = None
+
+
 class Grader(Protocol):
     name: str
 
     def settings(self) -> dict[str, Any]: ...
 
-    def passes(self, output: Path, answer: Path, position: str, answer_sheet: str | None = None) -> bool: ...
+    def passes(self, output: Path, answer: Path, position: str, answer_sheet: str | None = None,
+               task: TaskContext | None = None) -> bool: ...
 
 
 def _case(output: Path, answer: Path, position: str, answer_sheet: str | None) -> Case:
@@ -77,7 +89,8 @@ class ValueGrader:
     def settings(self) -> dict[str, Any]:
         return {"policy": self.policy, "values": self.values, "timeout_s": self.timeout_s}
 
-    def passes(self, output: Path, answer: Path, position: str, answer_sheet: str | None = None) -> bool:
+    def passes(self, output: Path, answer: Path, position: str, answer_sheet: str | None = None,
+               task: TaskContext | None = None) -> bool:
         if self._engine is None:
             self._engine = (CachedEngine(read_formulas=False) if self.values == "cached"
                             else open_engine(self.values, self.timeout_s, as_grader=True))
@@ -105,7 +118,8 @@ class RegradeGrader:
     def engine_names(self) -> list[str]:
         return self.engines or default_full_engines()
 
-    def passes(self, output: Path, answer: Path, position: str, answer_sheet: str | None = None) -> bool:
+    def passes(self, output: Path, answer: Path, position: str, answer_sheet: str | None = None,
+               task: TaskContext | None = None) -> bool:
         if not self._opened:
             self._opened = [open_engine(name, self.timeout_s) for name in self.engine_names()]
         result = rescore_case(_case(output, answer, position, answer_sheet), get_policy(self.policy),
@@ -116,7 +130,9 @@ class RegradeGrader:
 @dataclass
 class CommandGrader:
     """``CMD {output} {answer} {position}``: exit status 0 is a pass; with a threshold, the last
-    number the command prints on stdout is its score, a pass when at least the threshold."""
+    number the command prints on stdout is its score, a pass when at least the threshold. Also
+    ``{answer_sheet}``, ``{input}`` (the task's input workbook) and ``{instruction_type}``; a
+    placeholder with nothing to fill it is an error of that control, not an empty word."""
 
     template: str
     threshold: float | None = None
@@ -130,9 +146,14 @@ class CommandGrader:
     def settings(self) -> dict[str, Any]:
         return {"command": self.template, "threshold": self.threshold, "timeout_s": self.timeout_s}
 
-    def passes(self, output: Path, answer: Path, position: str, answer_sheet: str | None = None) -> bool:
-        words = [w.format(output=output, answer=answer, position=position, answer_sheet=answer_sheet or "")
-                 for w in shlex.split(self.template)]
+    def passes(self, output: Path, answer: Path, position: str, answer_sheet: str | None = None,
+               task: TaskContext | None = None) -> bool:
+        task = task or TaskContext()
+        filled = {"output": output, "answer": answer, "position": position, "answer_sheet": answer_sheet,
+                  "input": task.input, "instruction_type": task.instruction_type}
+        if wanted := [name for name, value in filled.items() if value is None and "{" + name + "}" in self.template]:
+            raise GraderFailure(f"the command wants {', '.join('{' + n + '}' for n in wanted)}, which this control lacks")
+        words = [w.format(**filled) for w in shlex.split(self.template)]
         try:
             run = subprocess.run(words, capture_output=True, text=True, timeout=self.timeout_s)
         except subprocess.TimeoutExpired:
@@ -151,12 +172,15 @@ class CommandGrader:
 @dataclass
 class CallableGrader:
     """``module:function`` called as ``function(output, answer, position)``: a bool, or a score
-    compared with the threshold."""
+    compared with the threshold. A function that names ``input``, ``answer_sheet`` or
+    ``instruction_type`` among its parameters (or takes ``**kwargs``) gets them by keyword: the
+    task's input workbook (a path, or None), the answer sheet and the instruction type."""
 
     target: str
     threshold: float | None = None
     name: str = "callable"  # --name: what reports call it
     _function: Callable[..., object] | None = field(default=None, repr=False)
+    _keywords: frozenset[str] = field(default=frozenset(), repr=False)
 
     def __post_init__(self) -> None:
         module_name, _, function_name = self.target.partition(":")
@@ -168,19 +192,37 @@ class CallableGrader:
             self._function = getattr(importlib.import_module(module_name), function_name)
         except (ImportError, AttributeError) as exc:
             raise GraderError(f"cannot import {self.target!r}: {exc}") from exc
+        self._keywords = _keywords_taken(self._function)
 
     def settings(self) -> dict[str, Any]:
         return {"callable": self.target, "threshold": self.threshold}
 
-    def passes(self, output: Path, answer: Path, position: str, answer_sheet: str | None = None) -> bool:
+    def passes(self, output: Path, answer: Path, position: str, answer_sheet: str | None = None,
+               task: TaskContext | None = None) -> bool:
         assert self._function is not None
+        task = task or TaskContext()
+        offered = {"input": None if task.input is None else str(task.input), "answer_sheet": answer_sheet,
+                   "instruction_type": task.instruction_type}
+        keywords = {name: value for name, value in offered.items() if name in self._keywords}
         try:
-            verdict = self._function(str(output), str(answer), position)
+            verdict = self._function(str(output), str(answer), position, **keywords)
         except Exception:  # the grader's own crash: the official loop counts a fail, so do we
             return False
         if self.threshold is None:
             return bool(verdict)
         return isinstance(verdict, (int, float)) and float(verdict) >= self.threshold
+
+
+def _keywords_taken(function: Callable[..., object]) -> frozenset[str]:
+    """The task keywords (input, answer_sheet, instruction_type) ``function`` accepts."""
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature: the three positional arguments only
+        return frozenset()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return frozenset({"input", "answer_sheet", "instruction_type"})
+    return frozenset(p.name for p in parameters if p.name in ("input", "answer_sheet", "instruction_type")
+                     and p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY))
 
 
 def _score(stdout: str) -> float:
