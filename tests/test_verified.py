@@ -114,10 +114,13 @@ GOLDENS_NOT_JUDGED = {
     "33157": ("unevaluable", ["locale-date"]),
     "39903": ("unevaluable", ["below-quorum"]),
     "44389": ("unevaluable", ["unsupported-function"]),
+    "46646": ("unevaluable", ["below-quorum"]),  # date-from-text binds IronCalc and LibreOffice
     "50250": ("unevaluable", ["unsupported-function"]),
     "524-31": ("invalid-golden", ["invalid-golden"]),
     "52964": ("unevaluable", ["locale-date"]),
     "54144": ("unevaluable", ["below-quorum"]),
     "56225": ("unevaluable", ["below-quorum"]),
+    "59902": ("unevaluable", ["undocumented-behaviour"]),  # approximate-match-over-computed-array
+    "6239": ("unevaluable", ["undocumented-behaviour"]),
     "7902": ("unevaluable", ["below-quorum"]),
 }
