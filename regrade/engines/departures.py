@@ -136,6 +136,7 @@ CRITERIA = {"COUNTIF": (1,), "SUMIF": (1,), "AVERAGEIF": (1,), "COUNTIFS": tuple
             "MAXIFS": tuple(range(2, 254, 2)), "MINIFS": tuple(range(2, 254, 2))}
 _LITERAL = re.compile(r'"((?:[^"]|"")*)"')
 _MONTH = r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b"
+_COMPARISON = re.compile(r"^(?:<=|>=|<>|<|>|=)")
 _DATE_TEXT = re.compile(rf"\d\s*[/-]\s*\d|\d\s*[/-]$|^[/-]\s*\d|{_MONTH}.*\d|\d.*{_MONTH}", re.IGNORECASE)
 
 
@@ -149,8 +150,6 @@ def criteria_with_a_date_text(call: Call) -> bool:
                 return True
     return False
 
-
-_COMPARISON = re.compile(r"^(?:<=|>=|<>|<|>|=)")
 
 # Hazards (regrade.engines.rules): ways of calling that bind every engine not cleared of them
 HAZARDS = (

@@ -11,9 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from regrade.grading.verdicts import (
-    ARTIFACT, CONFIRMED_FAIL, CONFIRMED_PASS, ENGINES_DISAGREE, FALSE_PASS, INVALID_GOLDEN, UNEVALUABLE, VERDICTS,
-)
+from regrade.grading.verdicts import ARTIFACT, ENGINES_DISAGREE, INVALID_GOLDEN, UNEVALUABLE, VERDICTS
 from regrade.workbook.screening import HOSTILE_REASONS
 
 MISSING_OUTPUT = "missing-output"
@@ -68,9 +66,8 @@ def own_grades(records: list[dict]) -> OwnGrades | None:
         return None
     result = OwnGrades(graders=sorted({str(r.get("original_grader") or "the run's grades") for t in trials.values() for r in t}))
     for cases in trials.values():
-        verdicts = [r.get("verdict") for r in cases]
-        full = False if any(v in (CONFIRMED_FAIL, FALSE_PASS) for v in verdicts) else \
-            True if all(v in (CONFIRMED_PASS, ARTIFACT) for v in verdicts) else None
+        fulls = [r.get("full_pass") for r in cases]
+        full = False if any(f is False for f in fulls) else True if all(f is True for f in fulls) else None
         own = bool(cases[0]["original_pass"])
         result.passed += own
         result.failed += not own

@@ -89,10 +89,12 @@ def harbor_cases(dataset_dir: Path, condition: str, job_dir: Path, stack: str | 
             unrewarded.append(trial_dir.name)
         outputs = _outputs(trial_dir)
         position, sheet = tasks[task_id]
+        why = None  # the trial's manifest, read at its first missing workbook
         for case, golden in golden_files(dataset_dir, task_id).items():
             name = f"{case}_{task_id}_output.xlsx"
             if name not in outputs:
-                missing[why_missing(trial_dir)].append(f"{trial_dir.name} ({name})")
+                why = why or why_missing(trial_dir)
+                missing[why].append(f"{trial_dir.name} ({name})")
             job.cases.append(Case(stack=stack or _stack(result), benchmark=benchmark, condition=condition,
                                   task_id=task_id, case=case, trial=trial,
                                   output_path=outputs.get(name, trial_dir / "artifacts" / name), answer_path=golden,

@@ -89,6 +89,7 @@ def take_inventory(cases: list[Case], folders: dict[str, Path] | None = None) ->
     condition's output folder, for a SpreadsheetBench-layout run) is searched for unmatched files."""
     by_condition: dict[str, ConditionInventory] = {}
     expected: dict[str, set[Path]] = {}
+    harbor_why: dict[Path, str] = {}  # a Harbor trial's manifest, read once whatever it misses
     for case in cases:
         inventory = by_condition.setdefault(case.condition, ConditionInventory(case.condition))
         inventory.cases += 1
@@ -97,7 +98,10 @@ def take_inventory(cases: list[Case], folders: dict[str, Path] | None = None) ->
         else:
             inventory.missing.append(case.output_path)
             if case.original_grader == HARBOR_GRADER:  # <trial>/artifacts/<name>: its manifest says why
-                inventory.harbor_missing[why_missing(case.output_path.parent.parent)] += 1
+                trial = case.output_path.parent.parent
+                if trial not in harbor_why:
+                    harbor_why[trial] = why_missing(trial)
+                inventory.harbor_missing[harbor_why[trial]] += 1
         if not case.answer_path.is_file():
             inventory.missing_answers.append(case.answer_path)
         expected.setdefault(case.condition, set()).add(case.output_path.resolve())
