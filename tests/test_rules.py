@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
+import openpyxl
 import pytest
 
 from regrade.engines.base import EngineSettings
@@ -87,7 +88,20 @@ def test_results_and_diff_count_abstentions_by_rule_id(tmp_path):
 # offset-computed-array: SUMPRODUCT(SUBTOTAL(9,OFFSET(A1,ROW(A1:A3)-ROW(A1),0))) sums one
 # reference per element, A1+A2+A3 = 1+2+3 = 6. formulon-row-of-structured-reference:
 # SUMPRODUCT(ROW(Sales[Qty])) over Sales[Qty] = B2:B3 is 2+3 = 5.
+# libreoffice-logical-as-number: SUM(A1:A3) over 10, TRUE, 30 skips the logical, 40 (Excel's SUM
+# documentation; the Excel 365 oracle's aggregate/sum_range_skips_bool). ironcalc-textjoin-empty-text:
+# TEXTJOIN(",",TRUE,"a","","c") skips the empty text, "a,c" (the oracle's text/textjoin_ignore_empty_true).
+# ironcalc-offset-negative-size: OFFSET(C1,2,0,-2,1) is C2:C3 reaching up from C3, 10 + 20 = 30 (LibreOffice
+# gives Err:502 there and abstains by libreoffice-engine-error).
+# ironcalc-text-fraction: TEXT(1.5,"# ?/?") is "1 1/2".
 COMPUTED_ELSEWHERE = [("offset-computed-array", "libreoffice", 6.0),
+                      ("libreoffice-logical-as-number", "ironcalc", 40.0),
+                      ("libreoffice-logical-as-number", "formulon", 40.0),
+                      ("ironcalc-textjoin-empty-text", "libreoffice", "a,c"),
+                      ("ironcalc-textjoin-empty-text", "formulon", "a,c"),
+                      ("ironcalc-offset-negative-size", "formulon", 30.0),
+                      ("ironcalc-text-fraction", "libreoffice", "1 1/2"),
+                      ("ironcalc-text-fraction", "formulon", "1 1/2"),
                       ("formulon-row-of-structured-reference", "ironcalc", 5.0),
                       ("formulon-row-of-structured-reference", "libreoffice", 5.0)]
 
@@ -155,3 +169,43 @@ def test_an_engine_shown_wrong_on_a_hazard_by_excel_s_own_value_is_not_cleared(t
         assert engine.evaluate(file.path, [ref]).cells[ref].rule == "date-from-text"
     finally:
         engine.close()
+
+
+# Where Excel tells a logical from a number (its documentation of SUM, COUNTIF, comparison and &)
+LOGICAL_LITERALS = [('=TRUE>"zzz"', True), ('=TRUE&"x"', True), ("=IF(A1=TRUE,1,2)", True),
+                    ('=COUNTIF(A1:A8,"<>TRUE")', True), ("=COUNTIF(A1:A8,FALSE)", True), ('=TEXT(TRUE,"0")', True),
+                    ("=VLOOKUP(A1,B:C,2,FALSE)", False), ("=IF(A1>5,TRUE,FALSE)", False), ('=MATCH(TRUE,A1:A5>3,0)', False),
+                    ('="TRUE"&A1', False), ("=AND(A1,TRUE())", False)]
+
+
+@pytest.mark.parametrize("formula, writes", LOGICAL_LITERALS)
+def test_a_logical_literal_is_found_where_excel_tells_it_from_a_number(formula, writes):
+    from regrade.engines.logicals import writes_a_logical_literal
+
+    assert writes_a_logical_literal(formula) is writes
+
+
+def test_logical_constants_are_read_from_the_sheet_xml_and_formulas_giving_one_are_not(tmp_path):
+    from regrade.workbook.sheets import logical_constants
+
+    book = openpyxl.Workbook()
+    book.active.title = "Data"
+    book.active["A2"], book.active["B3"], book.active["C1"], book.active["D1"] = True, False, 1, "=1>0"
+    book.save(tmp_path / "b.xlsx")
+    assert logical_constants(tmp_path / "b.xlsx") == {"Data": {(2, 1), (3, 2)}}
+    assert logical_constants(tmp_path / "missing.xlsx") == {}
+
+
+# Microsoft's SUMIF: the sum range's top left cell starts a range of the criteria range's shape
+SUM_RANGES = [('SUMIF(A1:A3,"x",B1)', "anchor"), ('SUMIF(Data!$A$1:$C$1,"x",A2)', "anchor"),
+              ('AVERAGEIF(A:A,"x",B:B)', None), ('SUMIF(A1:A3,"x",B1:B2)', "other"), ('SUMIF(A1:A3,"x",B1:B3)', None),
+              ('SUMIF(A1,"x",B1)', None), ('SUMIF(A1:A3,"x",OFFSET(B1,0,0,3))', None), ('SUMIF(A1:A3,"x")', None)]
+
+
+@pytest.mark.parametrize("call_text, kind", SUM_RANGES)
+def test_a_sum_range_of_another_shape_than_its_range_is_found(call_text, kind):
+    from regrade.engines.departures import sum_range_anchor, sum_range_of_another_shape
+    from regrade.workbook.calls import calls
+
+    call = calls("=" + call_text)[-1]
+    assert (sum_range_anchor(call), sum_range_of_another_shape(call)) == (kind == "anchor", kind == "other")

@@ -20,6 +20,7 @@ from regrade.workbook.calls import (
     QUOTED, READS_TEXT_AS_DATE, TAKES_A_DATE, Call, array_expression, calls, reads_a_date_from_text,
 )
 from regrade.workbook.cones import FormulaGraph
+from regrade.workbook.formula import boundaries
 from regrade.workbook.sheets import formula_texts, resolve_sheet
 
 
@@ -130,6 +131,40 @@ def approximate_match_over_computed_array(call: Call) -> bool:
         and bool(_OPERATOR_OR_CALL.search(QUOTED.sub("", call.args[1])))
 
 
+_PLAIN_REFERENCE = re.compile(r"(?:(?:'(?:[^']|'')+'|[\w.]+)!)?(\$?[A-Za-z]{1,3}\$?\d+(?::\$?[A-Za-z]{1,3}\$?\d+)?"
+                              r"|\$?[A-Za-z]{1,3}:\$?[A-Za-z]{1,3}|\$?\d+:\$?\d+)")
+
+
+def _shape(reference: str) -> tuple[int, int] | None:
+    """(rows, columns) of a plain reference (``A1``, ``$B$2:C9``, ``Data!A:A``), None for anything else."""
+    match = _PLAIN_REFERENCE.fullmatch(reference.strip())
+    if match is None:
+        return None
+    min_col, min_row, max_col, max_row = boundaries(match.group(1).replace("$", "").upper())
+    return max_row - min_row + 1, max_col - min_col + 1
+
+
+def _range_shapes(call: Call) -> tuple[tuple[int, int], tuple[int, int]] | None:
+    """The shapes of SUMIF's or AVERAGEIF's range and sum (average) range, where both are plain references."""
+    if call.name not in ("SUMIF", "AVERAGEIF") or len(call.args) < 3:
+        return None
+    criteria, summed = _shape(call.args[0]), _shape(call.args[2])
+    return (criteria, summed) if criteria and summed else None
+
+
+def sum_range_anchor(call: Call) -> bool:
+    """SUMIF(A1:A3, "x", B1): a sum range of one cell against a range of several, which Excel
+    extends from that cell to the range's shape."""
+    shapes = _range_shapes(call)
+    return shapes is not None and shapes[1] == (1, 1) and shapes[0] != (1, 1)
+
+
+def sum_range_of_another_shape(call: Call) -> bool:
+    """SUMIF(A1:A3, "x", B1:B2): a sum range of several cells and another shape than the range."""
+    shapes = _range_shapes(call)
+    return shapes is not None and shapes[1] != (1, 1) and shapes[0] != shapes[1]
+
+
 # The criteria arguments of the *IF(S) functions, by position
 CRITERIA = {"COUNTIF": (1,), "SUMIF": (1,), "AVERAGEIF": (1,), "COUNTIFS": tuple(range(1, 254, 2)),
             "SUMIFS": tuple(range(2, 254, 2)), "AVERAGEIFS": tuple(range(2, 254, 2)),
@@ -151,6 +186,27 @@ def criteria_with_a_date_text(call: Call) -> bool:
     return False
 
 
+# IronCalc's own departures (regrade.engines.ironcalc)
+# A text with an empty piece between delimiters, or at either end: "a,,c", "x, , y", ",a"
+AN_EMPTY_PIECE = re.compile(r"([,;|/\n-])\s*\1|^\s*[,;|/]|[,;|/]\s*$")
+_FRACTION = re.compile(r"\?\s*/|/\s*\?")
+
+
+def ignores_empty(call: Call) -> bool:
+    """TEXTJOIN with ignore_empty written and not FALSE or 0."""
+    return len(call.args) >= 3 and call.args[1] != "" and call.args[1].upper() not in ("FALSE", "0")
+
+
+def sized(call: Call) -> bool:
+    """OFFSET with a height or a width."""
+    return len(call.args) >= 4 and any(arg != "" for arg in call.args[3:5])
+
+
+def formats_a_fraction(call: Call) -> bool:
+    """TEXT with a fraction format written in it (``"# ?/?"``)."""
+    return len(call.args) >= 2 and any(_FRACTION.search(text) for text in _LITERAL.findall(call.args[1]))
+
+
 # Hazards (regrade.engines.rules): ways of calling that bind every engine not cleared of them
 HAZARDS = (
     *(Departure(name, any_call, "trigonometric-pole", beyond=POLE_MAGNITUDE) for name in ("TAN", "COT", "SEC", "CSC")),
@@ -165,6 +221,8 @@ HAZARDS = (
     Departure("OFFSET", offsets_of_an_array, "offset-array"),
     *(Departure(name, columns_of_an_array, "lookup-column-array") for name in ("VLOOKUP", "HLOOKUP")),
     Departure("MATCH", approximate_match_over_computed_array, "approximate-match-over-computed-array"),
+    *(Departure(name, sum_range_anchor, "sum-range-anchor") for name in ("SUMIF", "AVERAGEIF")),
+    *(Departure(name, sum_range_of_another_shape, "sum-range-of-another-shape") for name in ("SUMIF", "AVERAGEIF")),
 )
 assert all(BY_ID[d.rule].hazard for d in HAZARDS), "every row here is a hazard of the rule table"
 

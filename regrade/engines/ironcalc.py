@@ -38,7 +38,8 @@ from dataclasses import replace
 from typing import Any, Callable, Collection, Sequence
 
 from regrade.engines.departures import (
-    TEXT_FORMAT_REJECTED, Departure, abstain_on_departures, hazards_binding, offsets_of_a_computed_array,
+    AN_EMPTY_PIECE, TEXT_FORMAT_REJECTED, Departure, abstain_on_departures, formats_a_fraction, hazards_binding,
+    ignores_empty, offsets_of_a_computed_array, sized,
 )
 from regrade.engines.ironcalc_bridge import ModelCell, bridge_functions
 from regrade.engines.ironcalc_rewrites import last_row_readers, rewrite_range_arguments
@@ -134,6 +135,9 @@ class IronCalcEngine(PythonPackageEngine):
 # reference per element or leaves the cell to abstain
 _DEPARTURES = (Departure("OFFSET", offsets_of_a_computed_array, "offset-computed-array", except_in=("SUBTOTAL",)),
                TEXT_FORMAT_REJECTED,
+               Departure("TEXTJOIN", ignores_empty, "ironcalc-textjoin-empty-text", text_like=AN_EMPTY_PIECE),
+               Departure("OFFSET", sized, "ironcalc-offset-negative-size", only_on=ExcelError("#VALUE!")),
+               Departure("TEXT", formats_a_fraction, "ironcalc-text-fraction"),
                *(replace(d, except_in=("SUBTOTAL",)) if d.rule == "offset-array" else d for d in hazards_binding("ironcalc")))
 
 

@@ -44,6 +44,7 @@ from typing import Sequence
 from regrade.cpu_time import wall_backstop_s
 from regrade.engines.base import DEFAULT_MEMORY_MB, EngineSettings
 from regrade.engines.departures import Departure, abstain_on_departures, any_call, hazards_binding
+from regrade.engines.logicals import abstain_where_logicals_are_numbers
 from regrade.engines.isolation import die_with_parent
 from regrade.engines.libreoffice_files import kill_office_processes, office_environment, remove_office_files
 from regrade.engines.libreoffice_rewrites import imported_copy, libreoffice_rewrites
@@ -146,7 +147,8 @@ class LibreOfficeEngine(ComputingEngine):
                 "timeout", f"LibreOffice was still at work after {wall_backstop_s(self.timeout_s):g} s"))
         if not reply.get("ok"):
             return WorkbookValues(failure=WorkbookFailure(reply.get("reason", "crashed"), reply.get("detail", "")))
-        return abstain_on_departures(analysis, _values(reply, cells), _DEPARTURES)
+        values = abstain_on_departures(analysis, _values(reply, cells), _DEPARTURES)
+        return abstain_where_logicals_are_numbers(analysis, values)
 
     def _ensure_helper(self) -> subprocess.Popen:
         if self._helper is not None and self._helper.poll() is None:

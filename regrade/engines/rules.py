@@ -203,6 +203,22 @@ RULES: tuple[Rule, ...] = (
             ("https://support.microsoft.com/office/match-function-e8dffd45-c762-47d6-bf89-533f4a37673a",
              "SpreadsheetBench 59902", ITS_PROBE)),
     # --- totals mending (engines/totals.py), for the engines that get SUBTOTAL or AGGREGATE wrong ---
+    _hazard("sum-range-anchor", "engine-departure",
+            "a formula of the cone calls SUMIF or AVERAGEIF with a sum range of one cell and a range of several "
+            "(SUMIF(A1:A3,\"x\",B1))",
+            "Excel takes the sum range's cell as the top left of a range the criteria range's shape (B1:B3); "
+            "IronCalc sums that one cell",
+            ("https://support.microsoft.com/office/sumif-function-169b8c99-c05c-4483-a712-1697a653039b",
+             "excel365:sumif_anchor_extension_probes (IronCalc wrong on 5 of 7)", ITS_PROBE),
+            cleared=(Clearance("libreoffice", (f"{EXCEL365}sumif_anchor_extension_probes",)),
+                     Clearance("formulon", (f"{EXCEL365}sumif_anchor_extension_probes",),
+                               "in-sample: Formulon was developed against this suite"))),
+    _hazard("sum-range-of-another-shape", "engine-departure",
+            "a formula of the cone calls SUMIF or AVERAGEIF with a sum range of several cells and another shape "
+            "than its range (SUMIF(A1:A3,\"x\",B1:B2))",
+            "Excel's documentation says it sums the range of the criteria range's shape from the sum range's top "
+            "left cell; Formulon and IronCalc sum the cells given, and no Excel-computed cell shows the case",
+            ("https://support.microsoft.com/office/sumif-function-169b8c99-c05c-4483-a712-1697a653039b", ITS_PROBE)),
     _rule("totals-not-computed", ("ironcalc", "formulon", "gnumeric", "pycel"), "engine-departure",
           "the cone holds a SUBTOTAL or AGGREGATE the engine gets wrong here (rows a filter or the user hides, "
           "nested subtotals, 101-111, AGGREGATE itself) and the cell is not one such call over references "
@@ -216,6 +232,20 @@ RULES: tuple[Rule, ...] = (
           "gnumeric answers #NUM! for SUBTOTAL 101-111; as a grader's recalculation it keeps that blind spot",
           (ITS_PROBE,), "Sheet1!B5"),
     # --- IronCalc ---
+    _rule("ironcalc-textjoin-empty-text", ("ironcalc",), "engine-departure",
+          "the cell is a text with an empty piece between delimiters (\"a,,c\") and its cone calls TEXTJOIN",
+          "Excel's TEXTJOIN with ignore_empty TRUE skips empty texts, a literal \"\" or a cell holding one; "
+          "IronCalc skips empty cells and empty elements of a computed array only, and joins the others",
+          ("excel365:text/textjoin_ignore_empty_true", ITS_PROBE)),
+    _rule("ironcalc-offset-negative-size", ("ironcalc",), "engine-departure",
+          "#VALUE! where the cone calls OFFSET with a height or a width",
+          "Excel reads a negative height or width as reaching up or left from the reference (OFFSET(C5,2,2,-2,1) "
+          "is C6:C7); IronCalc gives #VALUE!",
+          ("excel365:offset_indirect_probes, references, lowrisk_probes (6 cells)", ITS_PROBE)),
+    _rule("ironcalc-text-fraction", ("ironcalc",), "engine-departure",
+          "a formula of the cone calls TEXT with a fraction format (\"# ?/?\")",
+          "Excel writes the number as a fraction (\"1 1/2\"); IronCalc writes the format's blanks (\"  /2\")",
+          ("excel365:text_format (4 cells)", ITS_PROBE)),
     _rule("ironcalc-lacks-function", ("ironcalc",), "unsupported-function",
           "the cell's own formula, as IronCalc computes it, calls a function IronCalc does not know",
           "IronCalc leaves a function it lacks lower-cased with #NAME?; IFERROR could hide that",
@@ -312,6 +342,17 @@ RULES: tuple[Rule, ...] = (
           "the cone calls FILTERXML",
           "LibreOffice's FILTERXML gives the first match only, where Excel gives all, in an array formula too",
           ("SpreadsheetBench 54144",)),
+    _rule("libreoffice-logical-as-number", ("libreoffice",), "engine-departure",
+          "a formula of the cone reads a cell holding a TRUE or FALSE constant, or writes TRUE or FALSE beside & or "
+          "a comparison, as a criterion of the *IF(S) functions or as the value TEXT formats (a logical a formula "
+          "computes is not seen)",
+          "LibreOffice has no logical type, TRUE is the number 1 with a boolean format; Excel's range SUM, AVERAGE "
+          "and MIN skip logicals, its COUNTIF criterion TRUE matches no 1, TRUE>\"zzz\" holds and TRUE&\"x\" is "
+          "\"TRUEx\", where LibreOffice counts, matches, compares and joins 1 and 0",
+          ("excel365:aggregate, countif_edges, countif, operators, text_format, text_to_bool_probes "
+           "(34 cells LibreOffice alone gets wrong)",
+           "https://wiki.openoffice.org/wiki/Documentation/How_Tos/Calc:_Logical_functions",
+           "https://support.microsoft.com/office/sum-function-043e1c7d-7726-4e80-8f32-07b23e057f89", ITS_PROBE)),
     _rule("libreoffice-small-large-k", ("libreoffice",), "engine-departure",
           "#VALUE! where the cone calls SMALL or LARGE",
           "k beyond the count is #NUM! in Excel and #VALUE! in LibreOffice",

@@ -27,6 +27,8 @@ _ARRAY_CELL = re.compile(r'<c r="([A-Z]{1,3})(\d+)"[^>]*>\s*<f\b(?=[^>]*\bt="arr
 _SHEET = re.compile(r'<sheet\b[^>]*>')
 _SHEET_ID = re.compile(r'\b(?:\w+:)?id="([^"]+)"')
 _SHEET_NAME = re.compile(r'\bname="([^"]*)"')
+# a constant logical cell: t="b" and a value, no formula (``<c r="A2" s="1" t="b"><v>1</v></c>``)
+_LOGICAL_CONSTANT = re.compile(r'<c r="([A-Z]{1,3})(\d+)"(?=[^>]*\bt="b")[^>]*>\s*<v>')
 _FORMULA_CELL = re.compile(r'<c r="([A-Z]{1,3})(\d+)"[^>]*>\s*<f\b')
 _PREFIXED = re.compile(r"<\w+:(?:c|f|sheetData)\b")
 _RELATIONSHIP = re.compile(r'<Relationship\b(?=[^>]*\bId="(?P<id>[^"]+)")(?=[^>]*\bTarget="(?P<target>[^"]+)")[^>]*>')
@@ -67,6 +69,28 @@ def _array_formulas(path: Path) -> list[tuple[int, int, int, str]]:
                 found += [(index, row, column, area) for row, column, area in array_formulas_in(xml)]
     except Exception:  # zipfile and zlib raise many kinds on a broken archive; the engines report it
         return []
+    return found
+
+
+def logical_constants(path: Path) -> dict[str, set[tuple[int, int]]]:
+    """(row, column) of every cell holding a TRUE or FALSE constant, by sheet name, read from the
+    sheet XML. Never raises: an unreadable file, or a sheet part over ``MAX_SHEET_BYTES``, has none."""
+    found: dict[str, set[tuple[int, int]]] = {}
+    try:
+        with zipfile.ZipFile(path) as archive:
+            for name, part in sheet_parts(archive):
+                if archive.getinfo(part).file_size > MAX_SHEET_BYTES:
+                    continue
+                xml = archive.read(part).decode("utf-8", "replace")
+                if 't="b"' in xml:
+                    cells = {(int(m.group(2)), column_index_from_string(m.group(1)))
+                             for m in _LOGICAL_CONSTANT.finditer(xml)}
+                    if cells:
+                        found[name] = cells
+    except MemoryError:
+        raise  # a limit, not a broken file: the isolating worker reports it
+    except Exception:  # a broken archive: the engines report it
+        return {}
     return found
 
 
