@@ -350,7 +350,7 @@ RULES: tuple[Rule, ...] = (
           "and MIN skip logicals, its COUNTIF criterion TRUE matches no 1, TRUE>\"zzz\" holds and TRUE&\"x\" is "
           "\"TRUEx\", where LibreOffice counts, matches, compares and joins 1 and 0",
           ("excel365:aggregate, countif_edges, countif, operators, text_format, text_to_bool_probes "
-           "(34 cells LibreOffice alone gets wrong)",
+           "(29 cells LibreOffice got wrong)",
            "https://wiki.openoffice.org/wiki/Documentation/How_Tos/Calc:_Logical_functions",
            "https://support.microsoft.com/office/sum-function-043e1c7d-7726-4e80-8f32-07b23e057f89", ITS_PROBE)),
     _rule("libreoffice-small-large-k", ("libreoffice",), "engine-departure",
