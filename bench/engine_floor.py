@@ -40,7 +40,7 @@ from bench.corpus import DEFAULT_CORPUS, require_corpus  # noqa: E402
 from bench.profile import corpus_cases  # noqa: E402
 from bench.rescore import answer_files  # noqa: E402
 
-from regrade.cpu_time import process_tree_cpu_seconds  # noqa: E402
+from regrade.processes.cpu_time import process_tree_cpu_seconds  # noqa: E402
 from regrade.engines.cached import CachedEngine  # noqa: E402
 from regrade.engines.libreoffice import LibreOfficeEngine  # noqa: E402
 from regrade.grading.consensus import engine_cells  # noqa: E402

@@ -35,7 +35,7 @@ from bench.corpus import DEFAULT_CORPUS  # noqa: E402
 from bench.split import half_of  # noqa: E402
 from regrade.audit.labelled import LABELS, NotLabellable, labelled_score, make_labelled  # noqa: E402
 from regrade.grading.policies import get_policy  # noqa: E402
-from regrade.results import read_results  # noqa: E402
+from regrade.results.files import read_results  # noqa: E402
 from regrade.runs.cases import golden_files, load_dataset  # noqa: E402
 
 

@@ -50,7 +50,7 @@ from regrade.engines.registry import default_full_engines, open_engine  # noqa: 
 from regrade.grading.consensus import default_quorum  # noqa: E402
 from regrade.grading.policies import get_policy  # noqa: E402
 from regrade.engines.base import DEFAULT_TIMEOUT_S  # noqa: E402
-from regrade.results import grading_fields  # noqa: E402
+from regrade.results.files import grading_fields  # noqa: E402
 from regrade.runs.cases import Case, golden_files, input_file, load_dataset  # noqa: E402
 
 

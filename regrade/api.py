@@ -31,17 +31,15 @@ from regrade.audit.generated import generate_pack as _generate_pack
 from regrade.audit.grader import GraderAudit
 from regrade.audit.grader import audit_grader as _audit_grader
 from regrade.engines.base import DEFAULT_TIMEOUT_S
-from regrade.engines.registry import default_full_engines
-from regrade.grading.consensus import default_quorum
 from regrade.grading.graders import Grader, make_grader
 from regrade.grading.summary import RunSummary, summarise
 from regrade.paired import diff as _diff
 from regrade.paired import tables as paired
-from regrade.records import Results
+from regrade.results.records import Results
 from regrade.reporting.content import Report, build_report
 from regrade.reporting.page import write_page
-from regrade.results import read_outcomes
-from regrade.runner import RescoreSettings, ResultCache, default_cache_dir, rescore_run, rescore_to_file
+from regrade.results.outcomes import read_outcomes
+from regrade.run import ResultCache, default_cache_dir, rescore_run, rescore_settings, rescore_to_file
 from regrade.runs.inventory import ConditionInventory, check_inventory
 from regrade.runs.load import load_run
 
@@ -53,7 +51,7 @@ COLUMNS = ["stack", "benchmark", "condition", "baseline", "grading", "n", "pass_
 
 
 class RescoreResults(Results):
-    """:class:`regrade.records.Results`, with what the run held before grading and its summary."""
+    """:class:`regrade.results.records.Results`, with what the run held before grading and its summary."""
 
     inventory: list[dict] = []
     left_out: dict[str, list[str]] = {}  # the dataset's tasks not graded, by why
@@ -83,9 +81,7 @@ def rescore(dataset: str | Path | None = None, conditions: Mapping[str, str | Pa
                    else list(conditions), _path(runs), _path(manifest), stack, benchmark, harbor, tasks_with_outputs)
     check_inventory(run.inventories, allow_missing, _path(manifest))
     left_out = run.left_out.to_json()
-    chosen = list(engines) if engines else default_full_engines()
-    settings = RescoreSettings(policy, shallow, tuple(chosen), timeout_s,
-                               quorum=quorum or default_quorum(len(chosen)))
+    settings = rescore_settings(engines, quorum, policy, shallow, timeout_s)
     store = ResultCache(Path(cache_dir) if cache_dir else default_cache_dir()) if cache else None
     if output is not None:
         provenance, records = rescore_to_file(run.cases, settings, Path(output), workers, store,
@@ -182,9 +178,7 @@ def generate_controls(dataset: str | Path, folder: str | Path, tasks: int | None
     empty), as ``regrade audit grader --controls-from DATASET --pack-out FOLDER``; its ``digest``,
     ``kept`` controls and ``not_checked`` list. :func:`audit_grader` then runs graders on it.
     ``executor`` and ``scheduler`` say where the checking runs, as in :func:`rescore`."""
-    names = list(engines or default_full_engines())
-    settings = RescoreSettings(policy="spreadsheetbench", shallow="cached", engines=tuple(names),
-                               timeout_s=DEFAULT_TIMEOUT_S, quorum=default_quorum(len(names)))
+    settings = rescore_settings(engines)
     cache = ResultCache(Path(cache_dir) if cache_dir else default_cache_dir())
     return _generate_pack(Path(dataset), Path(folder), settings, tasks, seed, workers, cache,
                           executor=executor, scheduler=scheduler)

@@ -23,7 +23,6 @@ let_openpyxl_use_the_c_parser()  # before any module below imports openpyxl
 from regrade.engines.base import DEFAULT_TIMEOUT_S
 from regrade.engines.rules import RULES
 from regrade.engines.registry import ENGINES, FULL_ENGINES, default_full_engines, get_engine, open_engine
-from regrade.grading.consensus import default_quorum
 from regrade import demo as demo_run
 from regrade.paired import diff
 from regrade.grading.policies import POLICIES, get_policy
@@ -47,15 +46,12 @@ from regrade.render.progress import Progress
 from regrade.render.paper import ORIGINAL_MEANINGS, PAPER_FORMATS, PAPER_HEADERS, original_from, paper_table
 from regrade.render.rows import FORMATS, TABLE_FORMATS, render
 from regrade.paired.sources import load_outcomes
-from regrade.results import (
-    ResultsError, json_value, read_results, require_rescored, results_warnings, write_jsonl,
-)
+from regrade.results.files import ResultsError, json_value, read_results, require_rescored, results_warnings, write_jsonl
 from regrade.paired.stats import CORRECTIONS, INTERVALS, TESTS
 from regrade.reporting.content import build_report
 from regrade.reporting.page import write_page
-from regrade.runner import (
-    SHALLOW_ENGINES, RescoreSettings, ResultCache, default_cache_dir, rescore_to_file,
-)
+from regrade.run import RescoreSettings, ResultCache, SettingsError, default_cache_dir, rescore_settings, rescore_to_file
+from regrade.run.settings import SHALLOW_ENGINES
 from regrade.runs.cases import ArgumentError, Case, RunError, load_dataset, spreadsheetbench_cases
 from regrade.runs.load import LoadedRun, load_run
 from regrade.runs.inventory import EmptyCondition, check_inventory
@@ -277,13 +273,12 @@ def quorum_option(command: Callable) -> Callable:
                              "the cell abstains as below-quorum.")(command)
 
 
-def chosen_quorum(quorum: int | None, engines: list[str]) -> int:
-    if quorum is None:
-        return default_quorum(len(engines))
-    if quorum > len(engines):
-        raise click.BadParameter(f"{quorum} is more than the {len(engines)} engines chosen ({', '.join(engines)})",
-                                 param_hint="--quorum")
-    return quorum
+def chosen_settings(engines: list[str], quorum: int | None, policy: str, shallow: str, timeout: float) -> RescoreSettings:
+    """The run's settings, made as the API makes them; a quorum beyond the engines is --quorum's error."""
+    try:
+        return rescore_settings(engines, quorum, policy, shallow, timeout)
+    except SettingsError as exc:
+        raise click.BadParameter(str(exc), param_hint="--quorum") from None
 
 
 @main.command("rescore")
@@ -345,7 +340,7 @@ def rescore_command(dataset, conditions, harbor_jobs, runs_dir, allow_missing, t
     run = load_cases(dataset, conditions, harbor_jobs, runs_dir, stack, benchmark, manifest, allow_missing,
                      tasks_with_outputs)
     engines = chosen_engines(engine_names)
-    settings = RescoreSettings(policy, shallow, tuple(engines), timeout, quorum=chosen_quorum(quorum, engines))
+    settings = chosen_settings(engines, quorum, policy, shallow, timeout)
     started = time.monotonic()
     check_executor(executor, scheduler)
     left_out = run.left_out.to_json()
@@ -653,8 +648,7 @@ def demo_command(run_dir, output, engine_names):
     conditions = demo_run.conditions(run_dir)
     cases = spreadsheetbench_cases(run_dir / "dataset", conditions, stack="demo-agent", benchmark="spreadsheetbench")
     engines = chosen_engines(engine_names)
-    settings = RescoreSettings("spreadsheetbench", "cached", tuple(engines), DEFAULT_TIMEOUT_S,
-                               quorum=default_quorum(len(engines)))
+    settings = rescore_settings(engines)
     with tempfile.TemporaryDirectory() as scratch:
         target = output or Path(scratch) / "results.jsonl"
         records = run_rescore(cases, settings, os.cpu_count() or 1, None, target, {"command": "demo"},
@@ -735,7 +729,7 @@ def conformance_command(corpus, engine_names, quorum, all_formulas, excel_oracle
         with progress(len(files[:limit]), "files") as shown:
             report = conformance(files, engines, get_policy("spreadsheetbench"), limit,
                                  on_file=lambda n, path: shown.advance(path.name), limit_s=timeout,
-                                 quorum=chosen_quorum(quorum, names))
+                                 quorum=chosen_settings(names, quorum, "spreadsheetbench", "cached", timeout).quorum)
     if fmt == "json":
         payload = report.to_json()
         if excel_oracle:
@@ -1047,9 +1041,7 @@ def audit_grader_command(names, command, callable_target, threshold, label, pack
 def generated_pack(dataset: Path, folder: Path, tasks: int | None, seed: int, workers: int,
                    executor: str = "local", scheduler: str | None = None) -> ControlPack:
     """Generate and seal a pack from ``dataset`` in ``folder``, saying on stderr what it holds and left out."""
-    engines = default_full_engines()
-    settings = RescoreSettings(policy="spreadsheetbench", shallow="cached", engines=tuple(engines),
-                               timeout_s=DEFAULT_TIMEOUT_S, quorum=default_quorum(len(engines)))
+    settings = rescore_settings()
     started = time.monotonic()
     with contextlib.ExitStack() as displays:
         written = displays.enter_context(progress(len(test_cases(dataset, tasks, seed)[0]), "test cases written"))

@@ -12,8 +12,8 @@ from click.testing import CliRunner
 
 import regrade
 from regrade.cli import main
-from regrade.records import CaseRecord, Results
-from regrade.results import ResultsError
+from regrade.results.records import CaseRecord, Results
+from regrade.results.files import ResultsError
 from regrade.runs.inventory import EmptyCondition
 from tests.conftest import DEMO, demo_task_dataset, require_engines
 

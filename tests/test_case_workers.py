@@ -1,6 +1,6 @@
 """The order in which case workers are sent cases (the processes themselves: tests/test_runner.py)."""
 
-from regrade.case_workers import _Queue
+from regrade.run.pool import _Queue
 
 
 def test_without_affinity_cases_go_out_in_the_order_given():

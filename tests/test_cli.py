@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from regrade.cli import main
-from regrade.provenance import sha256_file
+from regrade.results.provenance import sha256_file
 from tests.conftest import DEMO, require_engines
 
 ALL_FULL = ("ironcalc", "libreoffice", "gnumeric")

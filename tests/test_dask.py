@@ -1,4 +1,4 @@
-"""Grading on a Dask cluster (regrade.cluster): the local pool's records, a killed worker losing nothing."""
+"""Grading on a Dask cluster (regrade.run.dask_cluster): the local pool's records, a killed worker losing nothing."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from regrade.runner import RescoreSettings, rescore_run
+from regrade.run import RescoreSettings, rescore_run
 from regrade.runs.cases import Case, RunError, golden_files, input_file, load_dataset
 from tests.conftest import SHARED, SHARED_ABSENT, require_engines
 from tests.test_runner import demo_cases
@@ -123,13 +123,13 @@ def test_dask_missing_is_one_clear_error(monkeypatch):
 
 
 def test_controls_checked_on_a_local_cluster_make_the_local_pool_s_pack(tmp_path, monkeypatch):
-    import regrade.cluster
+    import regrade.run.dask_cluster
     from regrade.audit.generated import generate_pack
     from tests.conftest import DEMO
 
     sent: list[int] = []
-    grade_on_dask = regrade.cluster.grade_on_dask
-    monkeypatch.setattr(regrade.cluster, "grade_on_dask", lambda cases, todo, *rest: (
+    grade_on_dask = regrade.run.dask_cluster.grade_on_dask
+    monkeypatch.setattr(regrade.run.dask_cluster, "grade_on_dask", lambda cases, todo, *rest: (
         sent.extend(todo), grade_on_dask(cases, todo, *rest))[1])
     dataset = DEMO / "dataset"
     local = generate_pack(dataset, tmp_path / "local", SETTINGS, tasks=2, seed=0, workers=2)

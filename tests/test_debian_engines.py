@@ -197,7 +197,7 @@ def test_a_pool_run_leaves_no_libreoffice_profile_behind(tmp_path, monkeypatch):
     """Pool workers end with os._exit, which skips atexit; their LibreOffice profiles must still go."""
     require_engines("libreoffice")
     import tempfile
-    from regrade.runner import RescoreSettings, rescore_run
+    from regrade.run import RescoreSettings, rescore_run
     from regrade.runs.cases import spreadsheetbench_cases
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # forked workers inherit it
     cases = spreadsheetbench_cases(DEMO / "dataset", {"community": DEMO / "outputs" / "community"})[:4]

@@ -14,7 +14,7 @@ from regrade.audit.grader import audit_grader, rate_interval
 from regrade.cli import main
 from regrade.engines.registry import default_full_engines
 from regrade.grading.graders import make_grader
-from regrade.runner import RescoreSettings
+from regrade.run import RescoreSettings
 from tests.conftest import DEMO, SHARED, SHARED_ABSENT, require_engines
 
 DATASET = DEMO / "dataset"

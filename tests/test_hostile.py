@@ -28,7 +28,7 @@ from regrade.values import CellRef
 from regrade.engines.isolation import IsolatedEngine
 from regrade.engines.registry import ENGINES, get_engine
 from regrade.workbook.screening import Limits, screen
-from regrade.provenance import sha256_file
+from regrade.results.provenance import sha256_file
 from tests.conftest import require_engines
 from tests.hostile_corpus import HEAVY, answer_book, build, formula_cell, kinds, package, worksheet, cell_rows
 

@@ -12,11 +12,11 @@ import time
 import openpyxl
 import pytest
 
-from regrade.cpu_time import process_tree_cpu_seconds
+from regrade.processes.cpu_time import process_tree_cpu_seconds
 from regrade.engines.base import EngineSettings
 from regrade.engines.ironcalc import IronCalcEngine
 from regrade.engines.isolation import IsolatedEngine
-from regrade.runner import RescoreSettings, case_limit_s, rescore_run
+from regrade.run import RescoreSettings, case_limit_s, rescore_run
 from regrade.runs.cases import Case
 from regrade.values import CellRef
 from tests.conftest import require_engines

@@ -179,7 +179,7 @@ def _results(tmp_path: Path, rows: list[tuple[str, str, bool]], provenance: dict
 
 
 def test_table_warns_of_unpaired_tasks_and_of_results_from_another_version(tmp_path):
-    from regrade.provenance import FORMAT_VERSION
+    from regrade.results.provenance import FORMAT_VERSION
 
     rows = [("none", "1", True), ("none", "2", False), ("none", "10", False), ("skill", "1", True), ("skill", "3", True)]
     path = _results(tmp_path, rows, {"record": "provenance", "format_version": FORMAT_VERSION, "regrade_version": "0.0.1"})

@@ -277,7 +277,7 @@ def test_a_number_only_binary_rounding_sets_apart_abstains():
 
 def test_excel_s_own_table_total_is_not_called_wrong_over_binary_rounding(tmp_path):
     require_engines(*THREE)
-    from regrade.runner import RescoreSettings, rescore_run
+    from regrade.run import RescoreSettings, rescore_run
     from regrade.runs.cases import Case
 
     answer = ORACLES / "ironcalc" / "calc_test_no_export" / "tables.xlsx"

@@ -116,7 +116,8 @@ def test_the_pandas_api_and_an_outcomes_file_from_another_grader(tmp_path):
     import pandas as pd
 
     import regrade
-    from regrade.results import ResultsError, read_outcomes
+    from regrade.results.files import ResultsError
+    from regrade.results.outcomes import read_outcomes
 
     outcomes = tmp_path / "outcomes.csv"
     outcomes.write_text("stack,benchmark,condition,task_id,passed\n"

@@ -67,7 +67,7 @@ def test_results_and_diff_count_abstentions_by_rule_id(tmp_path):
     import openpyxl
 
     from regrade.paired.diff import abstentions
-    from regrade.runner import RescoreSettings, rescore_run
+    from regrade.run import RescoreSettings, rescore_run
     from regrade.runs.cases import Case
 
     rule = BY_ID["ironcalc-computed-name"]  # B1 = SUM(Days), Days = {0,1,2}: 3 by hand

@@ -3,7 +3,7 @@
 import json
 
 from regrade import demo
-from regrade.runner import RescoreSettings, ResultCache, rescore_run
+from regrade.run import RescoreSettings, ResultCache, rescore_run
 from regrade.runs.cases import spreadsheetbench_cases
 from tests.conftest import DEMO
 
@@ -16,7 +16,7 @@ def demo_cases():
 
 def distinct(cases) -> int:
     """Cases with different output or golden bytes or cells: what a run grades (the others reuse a grading)."""
-    from regrade.provenance import sha256_file
+    from regrade.results.provenance import sha256_file
 
     return len({(c.task_id, sha256_file(c.output_path), sha256_file(c.answer_path), c.answer_position) for c in cases})
 
@@ -75,7 +75,7 @@ def test_a_condition_that_wrote_the_same_files_is_graded_once(tmp_path):
 
 
 def test_the_key_changes_with_the_output_bytes(tmp_path, workbook):
-    from regrade.runner import cache_key
+    from regrade.run import cache_key
     from regrade.runs.cases import Case
 
     golden = workbook({"A1": 1}, name="golden.xlsx")
@@ -106,23 +106,23 @@ def test_diff_summarises_the_demo_as_the_study_does():
 
 
 def die_on_doomed_output(case):
-    """Stands in for runner._grade in a pool: the worker process itself dies on one case."""
+    """Stands in for regrade.run.job.grade in a pool: the worker process itself dies on one case."""
     import os
 
-    from regrade import runner
+    from regrade.run import job
 
     if str(case.output_path) == os.environ["REGRADE_TEST_DOOMED"]:
         os._exit(1)
-    return runner.rescore_case_grading(case)
+    return job.rescore_case_grading(case)
 
 
 def test_a_worker_that_dies_costs_only_its_own_case(monkeypatch):
-    from regrade import runner
+    from regrade.run import job
 
     cases = demo_cases()[:6]
     monkeypatch.setenv("REGRADE_TEST_DOOMED", str(cases[3].output_path))
-    monkeypatch.setattr(runner, "_grade", die_on_doomed_output)
-    monkeypatch.setattr(runner, "_grade_or_later", die_on_doomed_output)  # a case's first try
+    monkeypatch.setattr(job, "grade", die_on_doomed_output)
+    monkeypatch.setattr(job, "grade_or_later", die_on_doomed_output)  # a case's first try
     records = rescore_run(cases, SETTINGS, workers=2)
     monkeypatch.undo()
     verdicts = [(r["verdict"], r["reasons"]) for r in records]
@@ -132,17 +132,17 @@ def test_a_worker_that_dies_costs_only_its_own_case(monkeypatch):
 
 
 def stall_on_doomed_output(case):
-    """Stands in for runner._grade in a pool: one case stalls for two minutes, then leaves a mark."""
+    """Stands in for regrade.run.job.grade in a pool: one case stalls for two minutes, then leaves a mark."""
     import os
     import time
     from pathlib import Path
 
-    from regrade import runner
+    from regrade.run import job
 
     if str(case.output_path) == os.environ["REGRADE_TEST_DOOMED"]:
         time.sleep(120)
         Path(os.environ["REGRADE_TEST_MARK"]).touch()
-    return runner.rescore_case_grading(case)
+    return job.rescore_case_grading(case)
 
 
 def test_a_ctrl_c_of_the_run_alone_stops_its_busy_workers_and_leaves_no_process(monkeypatch, tmp_path):
@@ -155,14 +155,15 @@ def test_a_ctrl_c_of_the_run_alone_stops_its_busy_workers_and_leaves_no_process(
 
     import pytest
 
-    from regrade import runner
+    from regrade.run import job
+    from regrade.run.rescore import longest_first
 
     cases = demo_cases()[:6]
-    doomed = runner.longest_first(cases, range(len(cases)))[0]  # the first sent to a worker
+    doomed = longest_first(cases, range(len(cases)))[0]  # the first sent to a worker
     monkeypatch.setenv("REGRADE_TEST_DOOMED", str(cases[doomed].output_path))
     monkeypatch.setenv("REGRADE_TEST_MARK", str(tmp_path / "stalled case finished"))
-    monkeypatch.setattr(runner, "_grade", stall_on_doomed_output)
-    monkeypatch.setattr(runner, "_grade_or_later", stall_on_doomed_output)  # a case's first try
+    monkeypatch.setattr(job, "grade", stall_on_doomed_output)
+    monkeypatch.setattr(job, "grade_or_later", stall_on_doomed_output)  # a case's first try
     finished: list[int] = []
     before = set(multiprocessing.active_children())  # engine workers earlier tests left in this process
 

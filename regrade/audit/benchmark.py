@@ -34,7 +34,7 @@ task-audit-crashed             error     the task's audit ended its worker proce
 unusual-case-count             info      a task with a number of test cases unlike the rest
 =============================  ========  ==================================================
 
-With ``workers`` above one, tasks are audited in case workers (:mod:`regrade.case_workers`):
+With ``workers`` above one, tasks are audited in case workers (:mod:`regrade.run.pool`):
 a worker that dies costs the task it held, which is tried again alone and reported
 ``task-audit-crashed`` if it ends that worker too; the other tasks go on.
 """
@@ -48,7 +48,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from regrade.case_workers import WorkerJob, grade_in_workers
+from regrade.run.pool import WorkerJob, grade_in_workers
 from regrade.values import CannotEvaluate
 from regrade.engines.registry import open_engine
 from regrade.workbook.screening import screen
@@ -56,7 +56,7 @@ from regrade.grading.policies import SpreadsheetBenchPolicy, TargetError
 from regrade.grading.grade import GoldenError, load_golden
 from regrade.grading.graders import make_grader
 from regrade.runs.positions import PositionError, parse_answer_position
-from regrade.provenance import regrade_version
+from regrade.results.provenance import regrade_version
 from regrade.runs.cases import task_fields, golden_files, input_file, load_dataset
 
 SEVERITIES = ("info", "warning", "error")

@@ -39,11 +39,11 @@ from regrade.engines.readings import decoded_text, number_value
 from regrade.grading.policies import Policy, TargetError, rounding_boundary
 from regrade.grading.consensus import agree
 from regrade.grading.grade import Golden, GoldenError, load_golden
-from regrade.results import json_value
+from regrade.results.files import json_value
 from regrade.runs.cases import golden_files, load_dataset
 from regrade.grading.verdicts import ENGINES_DISAGREE
 from regrade.engines.base import DEFAULT_TIMEOUT_S
-from regrade.limits import DeadlineExceeded, deadline
+from regrade.processes.limits import DeadlineExceeded, deadline
 from regrade.workbook.origin import saved_by_excel
 
 

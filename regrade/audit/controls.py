@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from regrade.provenance import sha256_file
+from regrade.results.provenance import sha256_file
 from regrade.workbook.calls import calls
 from regrade.workbook.formula import bare_name
 from regrade.workbook.sheets import formula_texts

@@ -64,14 +64,14 @@ from regrade.audit.controls import MANIFEST, PackError, write_manifest
 from regrade.audit.labelled import change_for
 from regrade.grading.grade import GoldenError, load_golden
 from regrade.grading.policies import TargetError, get_policy
-from regrade.provenance import regrade_version, sha256_file
+from regrade.results.provenance import regrade_version, sha256_file
 from regrade.runs.cases import Case, RunError, golden_files, input_file, load_dataset, task_fields
 from regrade.values import CellRef, ExcelError
 from regrade.workbook import cell_xml
 from regrade.workbook.formula import MAX_COLUMNS, MAX_ROWS, boundaries
 
 if TYPE_CHECKING:
-    from regrade.runner import RescoreSettings, ResultCache
+    from regrade.run import RescoreSettings, ResultCache
 
 CATEGORIES: dict[str, tuple[str, str]] = {
     "golden": ("positive", "the golden itself"),
@@ -422,10 +422,10 @@ def generate_pack(dataset: Path, folder: Path, settings: RescoreSettings, tasks:
 
     ``settings`` are regrade's rescore settings: its policy grades the controls, its engines
     confirm those whose answer range holds formulas (in a pool of ``workers``, or on a Dask
-    cluster with ``executor`` "dask" and ``scheduler``, as :func:`regrade.runner.rescore_run`; cached).
+    cluster with ``executor`` "dask" and ``scheduler``, as :func:`regrade.run.rescore_run`; cached).
     ``on_case`` is called as each test case's controls are written; ``on_check(count)`` once they
     all are, returning what is called as each control is checked (``rescore_run``'s ``on_record``)."""
-    from regrade.runner import rescore_run
+    from regrade.run import rescore_run
 
     if folder.exists() and any(folder.iterdir()):
         raise PackError(f"{folder} is not empty: a generated pack needs a folder of its own")

@@ -10,7 +10,7 @@ not be checked (``not_checked``); :func:`audit_table` puts several reports side 
 says so when they were made with different packs or regrade versions.
 
 Built-in value graders run over the controls in ``workers`` case workers, fresh interpreters
-(:mod:`regrade.case_workers`: a worker that dies costs the control it held, which is tried
+(:mod:`regrade.run.pool`: a worker that dies costs the control it held, which is tried
 again alone and, if it ends that worker too, counted as one the grader could not judge); a
 command or a callable runs in this process. regrade's own grader runs as a rescore (its pool,
 results cache and per-case limits), so auditing it on a pack it generated costs nothing more.
@@ -27,10 +27,10 @@ from typing import Callable
 
 from regrade.audit.controls import Control, ControlPack
 from regrade.audit.generated import not_checked_of
-from regrade.case_workers import WorkerJob, grade_in_workers
+from regrade.run.pool import WorkerJob, grade_in_workers
 from regrade.grading.graders import Grader, GraderFailure, RegradeGrader, TaskContext, ValueGrader
 from regrade.paired.stats import wilson
-from regrade.provenance import regrade_version
+from regrade.results.provenance import regrade_version
 
 
 @dataclass
@@ -178,11 +178,11 @@ def _verdict(grader: Grader, control: Control) -> bool | str:
 def _regrade_verdicts(grader: RegradeGrader, controls: list[Control], workers: int,
                       told: Callable[[Control], None], executor: str, scheduler: str | None) -> list[bool | str]:
     """regrade's grader over the controls as one rescore run: its pool, limits and results cache."""
-    from regrade.runner import RescoreSettings, ResultCache, default_cache_dir, rescore_run
+    from regrade.run import ResultCache, default_cache_dir, rescore_run, rescore_settings
     from regrade.runs.cases import Case
 
-    settings = RescoreSettings(policy=grader.policy, shallow="cached", engines=tuple(grader.engine_names()),
-                               timeout_s=grader.timeout_s, quorum=grader.settings()["quorum"])
+    settings = rescore_settings(grader.engine_names(), grader.settings()["quorum"], grader.policy,
+                                timeout_s=grader.timeout_s)
     cases = [Case(condition=c.category, task_id=c.task_id or c.id, case=1, output_path=c.output, answer_path=c.answer,
                   answer_position=c.answer_position, answer_sheet=c.answer_sheet) for c in controls]
     records = rescore_run(cases, settings, workers, ResultCache(default_cache_dir()),

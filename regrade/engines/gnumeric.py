@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
-from regrade.cpu_time import wall_backstop_s
+from regrade.processes.cpu_time import wall_backstop_s
 from regrade.engines.base import EngineSettings
 from regrade.engines.cached import CachedAreas, CachedEngine
 from regrade.engines.pipeline import ComputingEngine

@@ -36,7 +36,8 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Sequence
 
-from regrade.cpu_time import process_tree_cpu_seconds, wall_backstop_s
+from regrade.processes.cpu_time import process_tree_cpu_seconds, wall_backstop_s
+from regrade.processes.supervisor import ORPHAN_CHECK_S, die_with_parent, end_processes
 from regrade.engines.base import Engine
 from regrade.values import CellRef, WorkbookFailure, WorkbookValues, packed_cells, unpacked_cells
 
@@ -44,7 +45,6 @@ WORKBOOKS_PER_WORKER = 100
 START_TIMEOUT_S = 120.0  # a worker's engine getting ready (LibreOffice starting soffice): no workbook's time
 CLOSE_TIMEOUT_S = 10.0  # a worker closing its engine (LibreOffice: soffice and its profile)
 TERMINATE_GRACE_S = 3.0  # a worker past its limit, told to close its engine, before it is killed
-ORPHAN_CHECK_S = 2.0
 POLL_S = 0.25  # how often a workbook's CPU time is read while its answer is awaited
 OUT_OF_MEMORY_EXIT = 3  # a worker that could not even report running out of memory
 _FRESH_START_FAULTS = ("crashed", "memory-limit")
@@ -126,15 +126,8 @@ class IsolatedEngine:
                 except (OSError, ValueError):
                     pass
             self._connection.close()
-        if self._worker is not None:
-            if ask_first:
-                self._worker.join(CLOSE_TIMEOUT_S)
-            if self._worker.is_alive():  # SIGTERM: a worker in Python closes its engine and leaves
-                self._worker.terminate()
-                self._worker.join(TERMINATE_GRACE_S)
-            if self._worker.is_alive():  # still busy (in native code): killed
-                self._worker.kill()
-            self._worker.join(5)
+        if self._worker is not None:  # SIGTERM: a worker in Python closes its engine and leaves; SIGKILL if busy
+            end_processes([self._worker], CLOSE_TIMEOUT_S if ask_first else 0.0, TERMINATE_GRACE_S)
             self.engine.close()  # what a killed worker's engine left (LibreOffice: its profile, by name)
         if self._scratch is not None:  # the copies a killed worker was computing (linked, dated ...)
             self._scratch()
@@ -176,7 +169,7 @@ class IsolatedEngine:
         """Wait for the worker's answer to the workbook just sent; None once it is there, or
         how the workbook overran its limit: more than ``timeout_s`` CPU seconds spent by the
         worker and the processes it started (soffice, ssconvert), or, computing or not,
-        :func:`~regrade.cpu_time.wall_backstop_s` of wall clock (:mod:`regrade.cpu_time`). The
+        :func:`~regrade.processes.cpu_time.wall_backstop_s` of wall clock (:mod:`regrade.processes.cpu_time`). The
         CPU time is read once more when the answer is there, so an answer counts by what it
         cost, not by when the polls fell."""
         assert self._connection is not None and self._worker is not None and self._worker.pid is not None
@@ -280,7 +273,7 @@ def _serve(engine: Engine, memory_mb: int | None, reserved_mb: int, connection: 
     """The worker: evaluate each workbook sent until the parent goes away. Its temporary
     files go to ``scratch``, which the parent removes however the worker ends."""
     parents_end.close()  # so that the parent's death reads as the end of the requests
-    _die_with_parent()  # even inside the engine's native code, where no orphan check runs
+    die_with_parent()  # even inside the engine's native code, where no orphan check runs
     tempfile.tempdir = scratch
     signal.signal(signal.SIGTERM, lambda signum, frame: _leave(engine))
     if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:  # a terminal's Ctrl-C: as SIGTERM, its owner stops too
@@ -341,23 +334,6 @@ def _evaluate(engine: Engine, path: Path, cells: list[CellRef],
         return out_of_memory
 
 
-PR_SET_PDEATHSIG = 1  # linux/prctl.h
-
-
-def _die_with_parent() -> None:
-    """Ask Linux to kill this worker when the process that forked it ends (a run killed with
-    SIGTERM): a worker busy in an engine's native code would otherwise compute on, orphaned,
-    until the workbook is done. Elsewhere the orphan check between workbooks does it."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
-
-
 def _leave(engine: Engine) -> None:
     """The worker's answer to SIGTERM: close the engine (LibreOffice: kill its helper and soffice,
     remove its profile), then exit."""
@@ -365,14 +341,3 @@ def _leave(engine: Engine) -> None:
         engine.close()
     finally:
         os._exit(0)
-
-
-def die_with_parent() -> None:
-    """For a child process (``preexec_fn``): be killed when the process that started it dies,
-    so that a worker killed at its time limit leaves no helper running (Linux; elsewhere nothing)."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass

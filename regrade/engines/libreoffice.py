@@ -41,11 +41,11 @@ import uuid
 from pathlib import Path
 from typing import Sequence
 
-from regrade.cpu_time import wall_backstop_s
+from regrade.processes.cpu_time import wall_backstop_s
 from regrade.engines.base import DEFAULT_MEMORY_MB, EngineSettings
 from regrade.engines.departures import Departure, abstain_on_departures, any_call, hazards_binding
 from regrade.engines.logicals import abstain_where_logicals_are_numbers
-from regrade.engines.isolation import die_with_parent
+from regrade.processes.supervisor import die_with_parent
 from regrade.engines.libreoffice_files import kill_office_processes, office_environment, remove_office_files
 from regrade.engines.libreoffice_rewrites import imported_copy, libreoffice_rewrites
 from regrade.engines.pipeline import ComputingEngine

@@ -16,7 +16,7 @@ Excel computed): the case's verdict is ``invalid-golden``.
 
 A golden is recomputed once per engine and content in a process (:func:`golden_departures`
 keeps the last few), however many outputs of its task are graded there; the cases of one
-golden go to the same worker (:func:`regrade.runner.same_golden`).
+golden go to the same worker (:func:`regrade.run.rescore.same_golden`).
 """
 
 from __future__ import annotations

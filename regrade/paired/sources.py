@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Sequence
 
 from regrade.messages import first_few
-from regrade.results import ResultsError, read_outcomes
+from regrade.results.files import ResultsError
+from regrade.results.outcomes import read_outcomes
 from regrade.runs.inspect_logs import InspectLogError, is_inspect_log, log_files, read_inspect_log
 
 

@@ -35,6 +35,7 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass
 
 from regrade.messages import first_few
+from regrade.results.outcomes import passed_value
 from regrade.paired.stats import CORRECTIONS, INTERVALS, TESTS, adjust, mcnemar, mean_interval, newcombe_interval, wald_interval
 
 GRADINGS = ("original", "regraded")
@@ -112,21 +113,6 @@ class Outcomes:
         rates = [sum(t[u] for u in units if u in t) / len([u for u in units if u in t])
                  for t in self.by_trial.values() if any(u in t for u in units)]
         return sum(rates) / len(rates) if rates else 0.0
-
-
-PASS_WORDS = {"true": True, "1": True, "pass": True, "yes": True, "false": False, "0": False, "fail": False, "no": False}
-
-
-def passed_value(value: object) -> bool:
-    """A grade as outcome files write it: a boolean, 0 or 1, or (in any case) true/false,
-    pass/fail, yes/no. Anything else is a ValueError: a text is never read as a pass for being non-empty."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, (int, float)) and value in (0, 1):
-        return bool(value)
-    if isinstance(value, str) and value.strip().lower() in PASS_WORDS:
-        return PASS_WORDS[value.strip().lower()]
-    raise ValueError(f"{value!r} is not a pass or a fail (use true/false, 1/0, pass/fail or yes/no)")
 
 
 def case_grade(record: dict, grading: str) -> bool:

@@ -17,7 +17,7 @@ from regrade.grading.reasons import meaning
 from regrade.grading.summary import SHOWN_VERDICTS, shown_verdict, summarise
 from regrade.paired.sources import refuse_duplicates
 from regrade.paired.tables import changed_transitions, paired_table, table_warnings
-from regrade.results import ResultsError, read_results, require_rescored, results_warnings
+from regrade.results.files import ResultsError, read_results, require_rescored, results_warnings
 
 NOT_JUDGED = ("engines-disagree", "unevaluable", "invalid-golden")
 

@@ -19,7 +19,7 @@ from regrade.grading.summary import SHOWN_VERDICTS, summarise
 from regrade.render.paper import note
 from regrade.reporting.content import Report, case_anchor, reason_meanings
 from regrade.reporting.forest import forest_svg
-from regrade.results import atomic_file
+from regrade.results.files import atomic_file
 
 MAX_CELLS_SHOWN = 200  # per case; the rest are counted, and `regrade diff --cells` lists them all
 SIDE = ["pass_rate_baseline", "pass_rate_treatment", "gains", "regressions", "net", "delta", "interval", "p_value",

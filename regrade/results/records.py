@@ -1,6 +1,6 @@
 """The records of a results file as pydantic models: provenance first, then one record per case.
 
-A results file (JSON Lines, :mod:`regrade.results`) is the contract between ``regrade rescore``
+A results file (JSON Lines, :mod:`regrade.results.files`) is the contract between ``regrade rescore``
 and everything that reads it (``table``, ``diff``, the Python API, other people's scripts).
 These models say its fields and their types; ``Results.read`` validates a file against them,
 so a field that is missing or of the wrong type is an error naming the line, not a KeyError later.
@@ -14,9 +14,9 @@ from typing import Any, Literal
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from regrade.results import ResultsError, read_results
+from regrade.results.files import ResultsError, read_results
 
-JsonValue = Any  # a cell value as JSON (regrade.results.json_value): a number, a text (an error is its code), a boolean, null, or {"cannot_evaluate": ...}
+JsonValue = Any  # a cell value as JSON (regrade.results.files.json_value): a number, a text (an error is its code), a boolean, null, or {"cannot_evaluate": ...}
 
 
 class Provenance(BaseModel):

@@ -6,7 +6,7 @@ Each engine runs a workbook in its own worker under the workbook's time and memo
 conformance's check of contradicting caches), runs under :func:`deadline`: past it the
 case is ``timeout``, and the run goes on. Like the engines' limits, the deadline counts
 CPU seconds (this process's, not the time it waits for an engine), with a wall clock only
-as a backstop for a stall that computes nothing (:mod:`regrade.cpu_time`): a busy machine
+as a backstop for a stall that computes nothing (:mod:`regrade.processes.cpu_time`): a busy machine
 does not move it, and no verdict on a case that finishes in time depends on the clock.
 """
 
@@ -17,7 +17,7 @@ import signal
 import threading
 from typing import Iterator
 
-from regrade.cpu_time import wall_backstop_s
+from regrade.processes.cpu_time import wall_backstop_s
 
 
 class DeadlineExceeded(Exception):
@@ -27,7 +27,7 @@ class DeadlineExceeded(Exception):
 @contextlib.contextmanager
 def deadline(seconds: float) -> Iterator[None]:
     """Raise :class:`DeadlineExceeded` in this thread once this process has spent ``seconds``
-    of CPU time, or :func:`~regrade.cpu_time.wall_backstop_s` of them have passed on the clock.
+    of CPU time, or :func:`~regrade.processes.cpu_time.wall_backstop_s` of them have passed on the clock.
 
     Works in the main thread of a process on a system with SIGPROF and SIGALRM (the CLI, a
     pool worker); elsewhere it limits nothing. Nested deadlines keep the outer one.

@@ -4,10 +4,10 @@ The client (the ``regrade`` process) does what it does for the local pool: it re
 results cache, sends the cases still to grade, and writes every record, cache entry and
 ``.partial`` line as each case comes back, so results, cache and resume are the same as
 locally. Each Dask worker process grades its cases one at a time through a case worker of
-its own (:class:`regrade.case_workers.CaseWorker`), started by spawning (a Dask worker runs
+its own (:class:`regrade.run.pool.CaseWorker`), started by spawning (a Dask worker runs
 threads, which a fork must not copy), that opens the engines once and runs every case exactly as a local pool
 worker does: in its main thread under the case's limit, each workbook in the engines'
-isolated workers under theirs (:func:`regrade.runner.rescore_case_grading`). A case worker
+isolated workers under theirs (:func:`regrade.run.job.rescore_case_grading`). A case worker
 that dies is replaced and its case tried once more; a Dask worker that dies has its cases
 sent to another worker by the scheduler, and a case that kills
 ``distributed.scheduler.allowed-failures`` + 1 workers (3 + 1 by default) is recorded as
@@ -28,8 +28,9 @@ import threading
 import uuid
 from typing import Callable
 
-from regrade.case_workers import CaseWorker, WorkerDied, stop_workers
-from regrade.runner import RescoreSettings, crashed_grading, rescoring_job
+from regrade.run.pool import CaseWorker, WorkerDied, stop_workers
+from regrade.run.settings import RescoreSettings
+from regrade.run.job import crashed_grading, rescoring_job
 from regrade.runs.cases import Case, RunError
 
 DASK_MISSING = "--executor dask needs Dask's distributed package: pip install 'regrade[dask]'"

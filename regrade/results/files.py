@@ -8,7 +8,6 @@ where a complete one was.
 from __future__ import annotations
 
 import contextlib
-import csv
 import datetime as dt
 import json
 import os
@@ -16,11 +15,10 @@ import tempfile
 from pathlib import Path
 from typing import IO, Iterable, Iterator
 
-from regrade.values import CannotEvaluate, CellResult, ExcelError
 from regrade.grading.rescore import CaseResult
-from regrade.paired.tables import passed_value
-from regrade.provenance import FORMAT_VERSION, regrade_version
+from regrade.results.provenance import FORMAT_VERSION, regrade_version
 from regrade.runs.cases import Case
+from regrade.values import CannotEvaluate, CellResult, ExcelError
 
 
 class ResultsError(Exception):
@@ -186,48 +184,3 @@ def results_warnings(path: Path, provenance: dict | None) -> list[str]:
         warnings.append(f"warning: {path} was made by regrade {provenance.get('regrade_version')}, this is "
                         f"{regrade_version()}: its verdicts may differ from what this version gives")
     return warnings
-
-
-OUTCOME_COLUMNS = ("stack", "benchmark", "condition", "task_id", "passed")
-
-
-def read_outcomes(path: Path) -> tuple[dict | None, list[dict]]:
-    """Case records of a regrade results file, or per-task outcomes from any grader.
-
-    An outcomes file is CSV or JSON Lines with ``stack, benchmark, condition, task_id,
-    passed`` and optional ``case`` and ``trial``; ``passed`` is true/false, 1/0 or pass/fail.
-    """
-    if not path.is_file():
-        raise ResultsError(f"results file {path} does not exist")
-    if path.suffix.lower() == ".csv":
-        with path.open(encoding="utf-8-sig", newline="") as handle:
-            rows = list(csv.DictReader(handle))
-        return None, _outcome_rows(path, rows)
-    provenance, records = read_results(path)
-    if records and all("verdict" in r for r in records):
-        return provenance, records
-    return provenance, _outcome_rows(path, records)
-
-
-def _outcome_rows(path: Path, rows: list[dict]) -> list[dict]:
-    if not rows:
-        raise ResultsError(f"{path} holds no outcomes")
-    out = []
-    for number, row in enumerate(rows, start=1):
-        missing = [c for c in OUTCOME_COLUMNS if row.get(c) in (None, "")]
-        if missing:
-            raise ResultsError(f"{path} row {number} lacks {', '.join(missing)}")
-        try:
-            record = {**row, "passed": passed_value(row["passed"])}
-        except ValueError as exc:
-            raise ResultsError(f"{path} row {number}: passed {exc}") from None
-        for optional in ("case", "trial"):
-            if record.get(optional) in (None, ""):
-                record.pop(optional, None)
-            else:
-                try:
-                    record[optional] = int(record[optional])
-                except ValueError:
-                    raise ResultsError(f"{path} row {number}: {optional} {row[optional]!r} is not a whole number") from None
-        out.append(record)
-    return out

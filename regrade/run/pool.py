@@ -1,9 +1,9 @@
 """Case workers: processes that grade a run's cases one at a time, each over a pipe of its own.
 
 ``regrade rescore --workers N`` grades in N case workers (:func:`grade_in_workers`); on Dask
-each Dask worker process has one (:mod:`regrade.cluster`). What a worker does is a
+each Dask worker process has one (:mod:`regrade.run.dask_cluster`). What a worker does is a
 :class:`WorkerJob`: open the engines once, grade each case it is sent, close them when it
-leaves (for rescoring, :mod:`regrade.runner`).
+leaves (for rescoring, :mod:`regrade.run`).
 
 Two facts shape it:
 
@@ -27,13 +27,12 @@ import multiprocessing.connection
 import os
 import signal
 import threading
-import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterable, Sequence
 
-from regrade.engines.isolation import ORPHAN_CHECK_S
+from regrade.processes.supervisor import end_processes, leave_when_orphaned
 
 if TYPE_CHECKING:
     from multiprocessing.context import ForkContext, SpawnContext
@@ -131,14 +130,7 @@ def stop_workers(workers: Iterable[CaseWorker], interrupt: bool = False) -> None
     workers = list(workers)
     for worker in workers:
         worker.ask_to_leave(interrupt)
-    for grace, end in ((STOP_GRACE_S, "terminate"), (KILL_GRACE_S, "kill"), (KILL_GRACE_S, None)):
-        deadline = time.monotonic() + grace
-        for worker in workers:
-            worker.process.join(max(0.0, deadline - time.monotonic()))
-        if end is not None:
-            for worker in workers:
-                if worker.process.is_alive():
-                    getattr(worker.process, end)()
+    end_processes([worker.process for worker in workers], STOP_GRACE_S, KILL_GRACE_S)
     for worker in workers:
         worker.connection.close()
         if not worker.process.is_alive():
@@ -323,7 +315,7 @@ def _serve(job: WorkerJob, connection: Connection, inherited: list[Connection]) 
     if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:  # started with Ctrl-C ignored (nohup, &): kept so
         signal.signal(signal.SIGINT, signal.default_int_handler)
     job.start()
-    _leave_when_orphaned(job.stop)
+    leave_when_orphaned(job.stop)
     try:
         while True:
             try:
@@ -346,20 +338,3 @@ def _serve(job: WorkerJob, connection: Connection, inherited: list[Connection]) 
         return
     finally:
         job.stop()
-
-
-def _leave_when_orphaned(stop: Callable[[], None]) -> None:
-    """Stop the job and end this worker once the process that started it is gone (a run, or
-    a Dask worker, killed with SIGKILL), even while it grades: nothing else would, and its
-    engines' processes, soffice among them, would wait for work forever. A thread checks
-    every few seconds; the parent's death signal is not used, as it follows the thread that
-    started the worker, not the process."""
-    parent = os.getppid()
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(ORPHAN_CHECK_S)
-        stop()
-        os._exit(1)
-
-    threading.Thread(target=watch, name="regrade-orphan-check", daemon=True).start()

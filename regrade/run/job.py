@@ -1,0 +1,96 @@
+"""The work of one case worker in a rescore: open the run's engines once, grade each case under
+its limit, close them when the worker leaves (:func:`rescoring_job`, run by :mod:`regrade.run.pool`
+and :mod:`regrade.run.dask_cluster`, or in the calling process for one worker).
+
+Each engine still runs each workbook in its own isolated worker under that workbook's time and
+memory limit (:mod:`regrade.engines.isolation`); a fault of regrade's own on a case costs that case
+only (``internal-error``, never cached).
+"""
+
+from __future__ import annotations
+
+import functools
+
+from regrade.engines.base import Engine
+from regrade.engines.registry import open_engine
+from regrade.grading.policies import get_policy
+from regrade.grading.rescore import CaseResult, EnginesStarting, rescore_case
+from regrade.grading.verdicts import UNEVALUABLE
+from regrade.processes.limits import DeadlineExceeded, deadline
+from regrade.results.files import grading_fields
+from regrade.run.pool import WorkerJob
+from regrade.run.settings import RescoreSettings, case_limit_s
+from regrade.runs.cases import Case
+
+INTERNAL_ERROR = "internal-error"
+
+
+def crashed_grading(case: Case, message: str) -> dict:
+    """The grading of a case whose worker died each time it was tried."""
+    return grading_fields(CaseResult(case, None, None, UNEVALUABLE, ["crashed"], message))
+
+
+_WORKER: dict = {}
+
+
+def open_worker_engines(settings: RescoreSettings) -> None:
+    """Each worker opens its engines once; every workbook still runs under their limits."""
+    _WORKER.clear()  # a forked worker's copies of the parent's engines are the parent's to close
+    _WORKER["settings"] = settings
+    _WORKER["policy"] = get_policy(settings.policy)
+    _WORKER["shallow"] = open_engine(settings.shallow, settings.timeout_s, as_grader=True, bridge_work=settings.bridge_work)
+    _WORKER["fulls"] = [open_engine(name, settings.timeout_s, bridge_work=settings.bridge_work) for name in settings.engines]
+    for engine in [_WORKER["shallow"], *_WORKER["fulls"]]:  # each in a process of its own: they start together
+        engine.start_in_background()
+
+
+def close_worker_engines() -> None:
+    engines: list[Engine] = [_WORKER["shallow"], *_WORKER["fulls"]] if "shallow" in _WORKER else []
+    for engine in engines:
+        engine.close()
+    _WORKER.clear()
+
+
+def preload_engines(settings: RescoreSettings) -> None:
+    """Each engine's preload (:meth:`regrade.engines.base.Engine.preload`), in this process."""
+    for name in (settings.shallow, *settings.engines):
+        open_engine(name, settings.timeout_s).preload()
+
+
+def rescoring_job(settings: RescoreSettings) -> WorkerJob:
+    """What a case worker does for a rescore (:mod:`regrade.run.pool`): open this run's
+    engines once, grade each case sent under its limit, close the engines when it leaves."""
+    return WorkerJob(functools.partial(open_worker_engines, settings), grade, close_worker_engines, grade_or_later)
+
+
+def rescore_case_grading(case: Case, defer: bool = False) -> dict | None:
+    """One case's grading with this worker's engines; a fault of regrade's own on this case
+    costs this case only (``internal-error``, never cached) and the run goes on. Everything
+    done for the case runs under its limit (:func:`case_limit_s`). ``defer``: None where the
+    case needs the full engines and they are still starting (grade it later: the cases that
+    need none are graded, and kept, meanwhile)."""
+    settings: RescoreSettings = _WORKER["settings"]
+    try:
+        with deadline(case_limit_s(settings)):
+            result = rescore_case(case, _WORKER["policy"], _WORKER["shallow"], _WORKER["fulls"],
+                                  _WORKER["settings"].quorum, defer)
+    except EnginesStarting:
+        return None
+    except DeadlineExceeded as exc:
+        close_worker_engines()  # a worker may still be busy with this case: start afresh
+        open_worker_engines(settings)
+        result = CaseResult(case, None, None, UNEVALUABLE, ["timeout"], str(exc))
+    except Exception as exc:
+        result = CaseResult(case, None, None, UNEVALUABLE, [INTERNAL_ERROR],
+                            f"regrade failed on this case ({type(exc).__name__}: {exc}); please report it")
+    return grading_fields(result)
+
+
+def grade(case: Case) -> dict:
+    grading = rescore_case_grading(case)
+    assert grading is not None  # not deferred: it waits for the engines
+    return grading
+
+
+def grade_or_later(case: Case) -> dict | None:
+    return rescore_case_grading(case, defer=True)

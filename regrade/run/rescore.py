@@ -1,0 +1,171 @@
+"""Rescoring a whole run: a pool of workers, a results cache, and nothing lost.
+
+- Each worker process (:mod:`regrade.run.pool`) opens its engines once (a LibreOffice
+  per worker) and rescores cases; every engine still runs each workbook under its own time
+  and memory limit (:mod:`regrade.engines.isolation`), so a crash or a hang makes that case
+  ``unevaluable`` and the run goes on.
+- A case's grading is cached under the content hash of what decides it: the output's
+  and the golden's bytes, the answer position and sheet, the policy, the shallow and
+  full engines with their versions, and regrade's version. A second run, or a run
+  restarted after being killed, takes every finished case from the cache.
+- Records are appended to a hidden ``.partial`` file as cases finish; the results
+  file itself is written once, complete and in case order (see :mod:`regrade.results.files`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+from regrade.results.files import case_fields, write_jsonl
+from regrade.results.provenance import provenance
+from regrade.run.cache import ResultCache, cache_key, code_versions, engine_versions
+from regrade.run.job import (
+    INTERNAL_ERROR, close_worker_engines, crashed_grading, grade, grade_or_later, open_worker_engines, preload_engines,
+    rescoring_job,
+)
+from regrade.run.pool import grade_in_workers
+from regrade.run.settings import RescoreSettings
+from regrade.runs.cases import Case
+
+
+def rescore_run(
+    cases: list[Case],
+    settings: RescoreSettings,
+    workers: int = 1,
+    cache: ResultCache | None = None,
+    on_record: Callable[[int, dict, bool], None] | None = None,
+    partial: Path | None = None,
+    executor: str = "local",
+    scheduler: str | None = None,
+) -> list[dict]:
+    """Every case's result record, in case order.
+
+    Cases whose output and golden are byte-identical to an earlier case's, with the same
+    cells, are graded once: the later ones reuse the grading (a second condition or trial that
+    wrote the same file costs nothing). ``on_record(index, record, cached)`` is called as each
+    case finishes (``cached``: taken from the cache or from such a case); ``partial``, when
+    given, gets each record appended as it finishes. ``executor`` "local" grades in this
+    process (``workers`` 1) or a pool of ``workers`` processes; "dask" on a Dask cluster
+    (:mod:`regrade.run.dask_cluster`): a LocalCluster of ``workers`` processes, or the one at ``scheduler``.
+    """
+    versions = code_versions(settings)
+    records: list[dict | None] = [None] * len(cases)
+    keys = [cache_key(case, settings, versions) if case.output_path.is_file() else ""
+            for case in cases]  # a missing output is graded afresh: its message names its path
+    same_as: dict[int, list[int]] = {}  # a case graded now -> the later cases with the same key, which reuse it
+    sink = partial.open("a", encoding="utf-8") if partial is not None else None
+
+    def record_case(index: int, grading: dict, cached: bool) -> None:
+        record = {**case_fields(cases[index]), **grading}
+        records[index] = record
+        if sink is not None:
+            sink.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+            sink.flush()
+        if on_record is not None:
+            on_record(index, record, cached)
+
+    def finish(index: int, grading: dict, cached: bool) -> None:
+        if cache is not None and keys[index] and not cached and INTERNAL_ERROR not in grading["reasons"]:
+            cache.put(keys[index], grading)
+        record_case(index, grading, cached)
+        for copy in same_as.pop(index, []):  # byte-identical output and golden, same cells and settings
+            record_case(copy, grading, True)
+
+    try:
+        todo = []
+        first_with: dict[str, int] = {}
+        for index in range(len(cases)):
+            hit = cache.get(keys[index]) if cache is not None and keys[index] else None
+            if hit is not None:
+                finish(index, hit, True)
+            elif keys[index] in first_with:
+                same_as.setdefault(first_with[keys[index]], []).append(index)
+            else:
+                if keys[index]:
+                    first_with[keys[index]] = index
+                todo.append(index)
+        if todo and executor == "dask":
+            from regrade.run.dask_cluster import grade_on_dask  # imports Dask only when asked for
+
+            grade_on_dask(cases, longest_first(cases, todo), settings, workers, finish, scheduler)
+        elif todo and (workers <= 1 or len(todo) == 1):
+            open_worker_engines(settings)
+            try:
+                later = []
+                for index in todo:  # the cases that need no engine first, while the engines start
+                    if (grading := grade_or_later(cases[index])) is None:
+                        later.append(index)
+                    else:
+                        finish(index, grading, False)
+                for index in later:
+                    finish(index, grade(cases[index]), False)
+            finally:
+                close_worker_engines()
+        elif todo:
+            preload_engines(settings)  # once here: the case workers, and the engines' workers they fork, inherit it
+            died_twice = grade_in_workers(cases, longest_first(cases, todo), workers, rescoring_job(settings),
+                                          lambda index, grading: finish(index, grading, False), same_golden)
+            for index in died_twice:
+                finish(index, crashed_grading(cases[index], "a worker process died twice while grading this case"), False)
+    finally:
+        if sink is not None:
+            sink.close()
+    return [r for r in records if r is not None]
+
+
+def rescore_to_file(cases: list[Case], settings: RescoreSettings, output: Path, workers: int = 1,
+                    cache: ResultCache | None = None, on_record: Callable[[int, dict, bool], None] | None = None,
+                    command: dict | None = None, described_by: Sequence[Path] = (), executor: str = "local",
+                    scheduler: str | None = None, left_out: dict[str, list[str]] | None = None) -> tuple[dict, list[dict]]:
+    """Rescore and write the results file, provenance first (:mod:`regrade.results.files`); return both.
+
+    Records go to a hidden ``.partial`` file beside ``output`` as they finish; ``output`` itself
+    is written once, complete. ``command`` and ``described_by`` (dataset.json or the manifest)
+    go into the provenance record, and ``left_out``: the dataset's tasks not graded, by why
+    (:class:`regrade.runs.load.LeftOut`)."""
+    partial = output.parent / f".{output.name}.partial"
+    output.parent.mkdir(parents=True, exist_ok=True)
+    partial.unlink(missing_ok=True)
+    records = rescore_run(cases, settings, workers, cache, on_record, partial, executor, scheduler)
+    inputs = [*described_by, *(p for c in cases for p in (c.output_path, c.answer_path))]
+    record = provenance(
+        {**(command or {}), "policy": settings.policy, "shallow": settings.shallow, "full": list(settings.engines),
+         "timeout_s": settings.timeout_s, "bridge_work": settings.bridge_work, "quorum": settings.quorum,
+         "workers": workers, "executor": executor, "scheduler": scheduler,
+         "cache": cache is not None},
+        engine_versions(settings),
+        inputs,
+    )
+    record["left_out"] = left_out or {}
+    write_jsonl(output, [record, *records])
+    partial.unlink(missing_ok=True)
+    return record, records
+
+
+def longest_first(cases: list[Case], todo: Iterable[int]) -> list[int]:
+    """The cases to grade, the likely longest first (by the bytes of output and golden), so
+    that the workers finish together instead of one grading a large workbook at the end; the
+    cases of one golden next to each other (ordered by their largest), so that the worker that
+    reads a golden can grade its other cases too (:func:`same_golden`)."""
+    def size(index: int) -> int:
+        total = 0
+        for path in (cases[index].output_path, cases[index].answer_path):
+            try:
+                total += path.stat().st_size
+            except OSError:
+                pass
+        return total
+    sizes = {index: size(index) for index in todo}
+    largest: dict[Path, int] = {}
+    for index, bytes_ in sizes.items():
+        golden = same_golden(cases[index])
+        largest[golden] = max(largest.get(golden, 0), bytes_)
+    return sorted(sizes, key=lambda index: (-largest[same_golden(cases[index])], str(same_golden(cases[index])),
+                                            -sizes[index], index))
+
+
+def same_golden(case: Case) -> Path:
+    """What a case worker keeps between cases: the golden it read (:func:`regrade.grading.grade.load_golden`)."""
+    return case.answer_path
