@@ -1,0 +1,166 @@
+"""Options shared by commands, and what they decide: which run to load, the engines and quorum, scale and executor."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Callable
+
+import click
+
+from regrade.engines.base import DEFAULT_TIMEOUT_S
+from regrade.engines.registry import FULL_ENGINES, default_full_engines, get_engine
+from regrade.grading.policies import POLICIES
+from regrade.run import RescoreSettings, ResultCache, SettingsError, default_cache_dir, rescore_settings, rescore_to_file
+from regrade.run.settings import SHALLOW_ENGINES
+from regrade.runs.cases import Case
+from regrade.runs.load import LoadedRun, load_run
+from regrade.runs.inventory import check_inventory
+from regrade.grading.summary import RunSummary
+from regrade.cli.app import POSITIVE_SECONDS, progress, quiet
+
+
+def run_options(command: Callable) -> Callable:
+    """The options that say which run to load: a SpreadsheetBench folder or a manifest."""
+    options = [
+        click.option("--dataset", type=click.Path(path_type=Path, file_okay=False), help="SpreadsheetBench-layout folder (dataset.json, spreadsheet/)."),
+        click.option("--condition", "conditions", multiple=True, metavar="NAME=OUTDIR", help="A condition and its output folder (repeat). With --dataset."),
+        click.option("--harbor", "harbor_jobs", multiple=True, metavar="[NAME=]JOB_DIR", help="With --dataset: a Harbor job folder as a condition (named after the folder unless NAME= is given; repeat): each trial's output workbooks from its collected artifacts, its verifier reward as the original grade (the layout of harbor 0.26's TrialPaths). A --condition folder that is a Harbor job is read as one."),
+        click.option("--runs", "runs_dir", type=click.Path(path_type=Path, file_okay=False), help="With --dataset: every subfolder of this folder is a condition named after it (SpreadsheetBench's outputs/{setting}_{model}/)."),
+        click.option("--allow-missing", is_flag=True, help="Grade a condition none of whose outputs exist (each a confirmed-fail, reason missing-output) instead of stopping with exit status 2."),
+        click.option("--tasks-with-outputs", is_flag=True, help="Grade only the tasks some condition has an output for (a pilot, a subset, one shard of a run): the dataset's other tasks are left out, counted and said, instead of graded as missing outputs. A task kept has every case graded in every condition; a missing one is still a failure."),
+        click.option("--stack", default="default", show_default=True, help="Stack (agent/model) label for --dataset runs."),
+        click.option("--benchmark", default="spreadsheetbench", show_default=True, help="Benchmark label for --dataset runs."),
+        click.option("--manifest", type=click.Path(path_type=Path, dir_okay=False), help="CSV or JSONL manifest of cases instead of --dataset."),
+        click.option("--policy", type=click.Choice(sorted(POLICIES)), default="spreadsheetbench", show_default=True, help="Which cells are graded and how values compare."),
+        click.option("--timeout", type=POSITIVE_SECONDS, default=DEFAULT_TIMEOUT_S, show_default=True, help="CPU seconds an engine (and the processes it starts) may spend on one workbook; one that computes nothing is stopped after 4 times as long on the clock."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def load_cases(dataset: Path | None, conditions: tuple[str, ...], harbor_jobs: tuple[str, ...], runs_dir: Path | None,
+               stack: str, benchmark: str, manifest: Path | None, allow_missing: bool,
+               tasks_with_outputs: bool = False) -> LoadedRun:
+    """The run's cases, after its inventory is said on stderr (:mod:`regrade.runs.inventory`):
+    with -q only the lines that report something wrong."""
+    run = load_run(dataset, conditions, runs_dir, manifest, stack, benchmark, harbor_jobs, tasks_with_outputs)
+    for inventory in run.inventories:
+        if not quiet() or not inventory.complete:
+            click.echo(inventory.message(), err=True)
+    for line in [*run.notes, *run.left_out.messages(dataset)]:
+        click.echo(line, err=True)
+    if (warning := run.most_outputs_missing()) is not None:
+        click.echo(warning, err=True)
+    check_inventory(run.inventories, allow_missing, manifest)
+    return run
+
+
+
+
+def scale_options(command: Callable) -> Callable:
+    """How a run is carried out: the value-only view, workers and the results cache."""
+    options = [
+        click.option("--shallow", type=click.Choice(SHALLOW_ENGINES), default="cached", show_default=True,
+                     help="How the value-only grade is made: the values cached in the file (the official grader), "
+                          "or after a recalculation by gnumeric (ssconvert --recalc) or LibreOffice."),
+        click.option("--workers", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default="CPU count",
+                     help="Worker processes; each opens its own engines."),
+        click.option("--cache-dir", type=click.Path(path_type=Path, file_okay=False), default=None,
+                     help=f"Where finished gradings are kept by content hash [default: {default_cache_dir()}]."),
+        click.option("--no-cache", is_flag=True, help="Neither read nor write the results cache."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+DEFAULT_ENGINES_HELP = ("ironcalc, libreoffice and formulon where available (the most faithful, three "
+                        "independent implementations; see docs/engines.md)")
+
+
+def executor_options(command: Callable) -> Callable:
+    """Where regrade's gradings run: a pool here, or a Dask cluster."""
+    options = [
+        click.option("--executor", type=click.Choice(["local", "dask"]), default="local", show_default=True,
+                     help="Where regrade grades cases: a pool of --workers processes here, or a Dask cluster "
+                          "(pip install 'regrade[dask]'; docs/scale.md)."),
+        click.option("--scheduler", metavar="ADDRESS", default=None,
+                     help="With --executor dask: the scheduler of an existing cluster (tcp://host:8786). "
+                          "Default: a LocalCluster of --workers processes on this machine."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def check_executor(executor: str, scheduler: str | None) -> None:
+    if scheduler is not None and executor != "dask":
+        raise click.UsageError("--scheduler is an address of a Dask cluster: pass --executor dask with it")
+
+
+def quorum_option(command: Callable) -> Callable:
+    return click.option("--quorum", type=click.IntRange(min=1), default=None, show_default="2 with three or more engines, else 1",
+                        help="How many engines must compute a graded cell (and agree) for it to count; with fewer, "
+                             "the cell abstains as below-quorum.")(command)
+
+
+def chosen_settings(engines: list[str], quorum: int | None, policy: str, shallow: str, timeout: float) -> RescoreSettings:
+    """The run's settings, made as the API makes them; a quorum beyond the engines is --quorum's error."""
+    try:
+        return rescore_settings(engines, quorum, policy, shallow, timeout)
+    except SettingsError as exc:
+        raise click.BadParameter(str(exc), param_hint="--quorum") from None
+
+
+
+
+def say_summary(summary: RunSummary, results: Path | None) -> None:
+    """The run's summary on stderr; with -q only what was missing, broken, left out or not judged."""
+    for line in summary.lines(results, quiet()):
+        click.echo(line, err=True)
+
+
+def chosen_engines(names: str | None) -> list[str]:
+    """The full engines named on the command line, or every available one."""
+    if not names:
+        available = default_full_engines()
+        if not available:
+            raise click.ClickException("no full engine is available here; run `regrade engines` to see why")
+        return available
+    chosen = [n.strip() for n in names.split(",") if n.strip()]
+    for name in chosen:
+        if name not in FULL_ENGINES:
+            raise click.BadParameter(f"{name!r} is not a full engine; choose from {', '.join(FULL_ENGINES)}", param_hint="--engines")
+        reason = get_engine(name).unavailable_reason()
+        if reason:
+            raise click.ClickException(f"engine {name} is not available here: {reason}")
+    return chosen
+
+
+def run_rescore(cases: list[Case], settings: RescoreSettings, workers: int, cache: ResultCache | None, output: Path,
+                command: dict, described_by: list[Path], kept: bool = True, executor: str = "local",
+                scheduler: str | None = None, left_out: dict[str, list[str]] | None = None) -> list[dict]:
+    """Rescore with progress, write the results file and return the case records.
+    ``kept``: the results file outlives the command (the demo's scratch file does not)."""
+    shown = progress(len(cases), "cases")
+    try:
+        with shown:
+            _, records = rescore_to_file(cases, settings, output, workers, cache, lambda index, record, cached:
+                                         shown.advance(f"{record['condition']} task {record['task_id']} case "
+                                                       f"{record['case']}: {record['verdict']}", cached),
+                                         command, described_by, executor, scheduler, left_out)
+    except KeyboardInterrupt:
+        done = f"{shown.done} of {len(cases)} cases were graded"
+        click.echo(f"\n{done} and saved in the results cache; the same command resumes from there" if cache is not None
+                   else f"\n{done}; with --no-cache none is kept, so the same command starts over", err=True)
+        raise
+    if quiet():
+        return records
+    click.echo(f"wrote {len(records)} cases to {output}" if kept else
+               f"graded {len(records)} cases (pass -o FILE to keep the results)", err=True)
+    if len(settings.engines) > 1:
+        alone = sum(r.get("decided_by_one", 0) for r in records)
+        click.echo(f"quorum {settings.quorum}: {alone} graded cells were decided by one engine alone", err=True)
+    return records

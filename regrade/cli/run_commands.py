@@ -1,0 +1,181 @@
+"""``regrade grade``, ``rescore`` and ``demo``: grading a run."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import click
+
+from regrade.engines.registry import ENGINES, FULL_ENGINES, open_engine
+from regrade import demo as demo_run
+from regrade.grading.policies import get_policy
+from regrade.grading.grade import grade_case
+from regrade.paired.tables import (
+    paired_table,
+)
+from regrade.render.rows import render
+from regrade.results.files import json_value, write_jsonl
+from regrade.run import ResultCache, default_cache_dir, rescore_settings
+from regrade.runs.cases import Case, spreadsheetbench_cases
+from regrade.grading.summary import summarise, verdict_counts
+from regrade.cli.app import in_repository, library_errors, main
+from regrade.cli.options import DEFAULT_ENGINES_HELP, check_executor, chosen_engines, chosen_settings, executor_options, load_cases, quorum_option, run_options, run_rescore, say_summary, scale_options
+from regrade.cli.table_commands import TABLE_COLUMNS
+
+
+@main.command("grade")
+@run_options
+@click.option("--values", type=click.Choice(sorted(ENGINES)), default="cached", show_default=True, help="Where cell values come from: 'cached' reads the file's stored values; a full engine recomputes.")
+@click.option("--format", "fmt", type=click.Choice(["jsonl"]), default="jsonl", show_default=True)
+@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), help="Write here instead of stdout.")
+@library_errors
+def grade_command(dataset, conditions, harbor_jobs, runs_dir, allow_missing, tasks_with_outputs, stack, benchmark, manifest,
+                  policy, timeout, values, fmt, output):
+    """Grade every case with one source of values; one JSON line per case.
+
+    Each line has task_id, case, condition, passed (true, false, or null when the
+    engine could not evaluate it), reason, and the graded cells that did not match
+    (golden and output values).
+
+    \b
+    Example:
+      regrade grade --values ironcalc --policy spreadsheetbench \\
+          --dataset DATA --condition none=OUT_NONE
+    """
+    cases = load_cases(dataset, conditions, harbor_jobs, runs_dir, stack, benchmark, manifest, allow_missing,
+                       tasks_with_outputs).cases
+    chosen = get_policy(policy)
+    engine = open_engine(values, timeout)
+    stored = open_engine("cached", timeout)
+    records = (_grade_record(case, chosen, engine, stored) for case in cases)
+    if output is None:
+        for record in records:
+            click.echo(_json_line(record))
+    else:
+        count = write_jsonl(output, records)
+        click.echo(f"wrote {count} cases to {output}", err=True)
+
+
+def _grade_record(case: Case, policy, engine, stored) -> dict:
+    result = grade_case(case, policy, engine, stored)
+    cells = [{"cell": str(c.ref), "golden": json_value(c.golden), "value": json_value(c.value)} for c in result.cells]
+    return {"stack": case.stack, "benchmark": case.benchmark, "condition": case.condition, "task_id": case.task_id,
+            "case": case.case, "trial": case.trial, "engine": engine.name, "policy": policy.name,
+            "passed": result.passed, "reason": result.reason, "message": result.message, "cells": cells}
+
+
+def _json_line(record: dict) -> str:
+    return json.dumps(record, ensure_ascii=False, default=str)
+
+
+
+
+@main.command("rescore")
+@run_options
+@click.option("--engines", "engine_names", metavar="NAMES", help=f"Comma-separated full engines for the consensus ({', '.join(FULL_ENGINES)}). Default: {DEFAULT_ENGINES_HELP}.")
+@quorum_option
+@scale_options
+@executor_options
+@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), required=True, help="Results file (JSON Lines) to write.")
+@library_errors
+def rescore_command(dataset, conditions, harbor_jobs, runs_dir, allow_missing, tasks_with_outputs, stack, benchmark, manifest,
+                    policy, timeout, engine_names, quorum, shallow, workers, cache_dir, no_cache, executor, scheduler,
+                    output):
+    """Grade every case value-only and with a full engine, and classify it.
+
+    Verdicts: confirmed-pass, confirmed-fail, artifact (the value-only grade failed a
+    correct output), false-pass (it passed a wrong one, e.g. a stale cache),
+    engines-disagree (the full engines computed different values), unevaluable (no
+    engine could compute a graded cell, or fewer than --quorum did) and invalid-golden
+    (the golden cannot judge: unreadable, never computed, or NOW()/RAND() in its
+    answer's cone). A golden that depends on TODAY() is recomputed as of each day it
+    may have been saved on (docProps/core.xml); the output is judged as of the days
+    that reproduce its cached values (reason dated-golden), and the golden is invalid
+    where none does. A cell that reads another workbook is computed from the values
+    of it the file caches. The full grade is the consensus of the engines: an engine that
+    cannot compute a cell abstains on it, never guesses; the others must agree, and
+    with three engines at least two must compute the cell (--quorum). The
+    results file starts with a provenance record (versions, settings, sha256 of every
+    input file); stdout gets the count of each verdict.
+
+    Every output is treated as hostile: before any engine opens it, it is screened
+    (missing, not a regular file, not a zip, corrupt, encrypted, a renamed .xls, over
+    256 MB, a zip bomb, an XML part with a DTD or entities): such an output is a
+    confirmed-fail with the reason (unreadable-output, encrypted, legacy-format,
+    too-large, zip-bomb, hostile-xml). No engine reaches the network (LibreOffice runs
+    in a network namespace where Linux allows it and declines WEBSERVICE) and no input
+    file is modified.
+
+    Before grading it says, per condition, how many outputs it found, which are
+    missing and which files match no case; a condition with no output at all (or a
+    run with no answer file) stops it with exit status 2 unless --allow-missing.
+    After grading, stderr gets a summary: what could not be judged and why, the
+    elapsed time, and the commands to run next. Ctrl-C stops it with exit status
+    130; the same command resumes from the cache.
+
+    Cases run in a pool of --workers processes (or, with --executor dask, on a Dask
+    cluster: the same isolation and limits, records and cache); every engine runs each workbook
+    under a time limit (--timeout) and a memory limit, so a crash or hang makes that
+    case unevaluable and the run goes on. Finished gradings are cached by content
+    hash: a second run is near-instant, and a run killed at any point resumes where
+    it stopped when started again with the same arguments. The results file is
+    written once, complete; progress goes to stderr.
+
+    \b
+    Example:
+      regrade rescore --dataset DATA --condition none=OUT_NONE \\
+          --condition skills=OUT_SKILLS -o results.jsonl
+    """
+    run = load_cases(dataset, conditions, harbor_jobs, runs_dir, stack, benchmark, manifest, allow_missing,
+                     tasks_with_outputs)
+    engines = chosen_engines(engine_names)
+    settings = chosen_settings(engines, quorum, policy, shallow, timeout)
+    started = time.monotonic()
+    check_executor(executor, scheduler)
+    left_out = run.left_out.to_json()
+    records = run_rescore(run.cases, settings, workers,
+                          None if no_cache else ResultCache(cache_dir or default_cache_dir()),
+                          output, {"command": "rescore", "tasks_with_outputs": tasks_with_outputs}, run.described_by,
+                          executor=executor, scheduler=scheduler, left_out=left_out)
+    click.echo(render(["verdict", "cases"], verdict_counts(records), "table"))
+    say_summary(summarise(records, time.monotonic() - started, left_out), output)
+
+
+
+
+@main.command("demo")
+@click.option("--run", "run_dir", type=click.Path(path_type=Path, file_okay=False), default=demo_run.DEMO_RUN, show_default=in_repository(demo_run.DEMO_RUN), help="A demo run folder (dataset/ and outputs/<condition>/).")
+@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), help="Keep the results file here (default: a temporary file).")
+@click.option("--engines", "engine_names", metavar="NAMES", help=f"Comma-separated full engines. Default: {DEFAULT_ENGINES_HELP}.")
+@library_errors
+def demo_command(run_dir, output, engine_names):
+    """Rescore the bundled demo run and show what regrading changes.
+
+    The demo holds real SpreadsheetBench tasks and three conditions (none and two
+    skill libraries) whose outputs include correct answers written as formulas with
+    no cached values, genuinely wrong answers, and a stale cache hiding a wrong
+    formula. It prints the verdicts, the paired table before and after regrading,
+    and how many failures were grader artifacts.
+
+    \b
+    Example:
+      regrade demo
+    """
+    conditions = demo_run.conditions(run_dir)
+    cases = spreadsheetbench_cases(run_dir / "dataset", conditions, stack="demo-agent", benchmark="spreadsheetbench")
+    engines = chosen_engines(engine_names)
+    settings = rescore_settings(engines)
+    with tempfile.TemporaryDirectory() as scratch:
+        target = output or Path(scratch) / "results.jsonl"
+        records = run_rescore(cases, settings, os.cpu_count() or 1, None, target, {"command": "demo"},
+                              [run_dir / "dataset" / "dataset.json"], kept=output is not None)
+    click.echo(render(["verdict", "cases"], verdict_counts(records), "table"))
+    click.echo("")
+    rows = [c.as_row() for c in paired_table(records, "none")]
+    click.echo(render(TABLE_COLUMNS, rows, "table"))
+    click.echo("")
+    click.echo(summarise(records).headline + ".")
