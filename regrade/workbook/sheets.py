@@ -62,10 +62,7 @@ def _array_formulas(path: Path) -> list[tuple[int, int, int, str]]:
     found: list[tuple[int, int, int, str]] = []
     try:
         with zipfile.ZipFile(path) as archive:
-            for index, (_, part) in enumerate(sheet_parts(archive)):
-                if archive.getinfo(part).file_size > MAX_SHEET_BYTES:
-                    continue
-                xml = archive.read(part).decode("utf-8", "replace")
+            for index, (_, xml) in enumerate(sheet_xmls(archive)):
                 found += [(index, row, column, area) for row, column, area in array_formulas_in(xml)]
     except Exception:  # zipfile and zlib raise many kinds on a broken archive; the engines report it
         return []
@@ -78,10 +75,7 @@ def logical_constants(path: Path) -> dict[str, set[tuple[int, int]]]:
     found: dict[str, set[tuple[int, int]]] = {}
     try:
         with zipfile.ZipFile(path) as archive:
-            for name, part in sheet_parts(archive):
-                if archive.getinfo(part).file_size > MAX_SHEET_BYTES:
-                    continue
-                xml = archive.read(part).decode("utf-8", "replace")
+            for name, xml in sheet_xmls(archive):
                 if 't="b"' in xml:
                     cells = {(int(m.group(2)), column_index_from_string(m.group(1)))
                              for m in _LOGICAL_CONSTANT.finditer(xml)}
@@ -173,6 +167,14 @@ def sheet_parts(archive: zipfile.ZipFile) -> list[tuple[str, str]]:
         part = parts.get(relation.group(1), "xl/") if relation else "xl/"
         sheets.append((html.unescape(name.group(1)) if name else "", part))
     return sheets
+
+
+def sheet_xmls(archive: zipfile.ZipFile) -> Iterator[tuple[str, str]]:
+    """(name, XML text) of each sheet, in workbook order; a part over ``MAX_SHEET_BYTES`` is empty
+    text, so that indices stay the engines' sheet order."""
+    for name, part in sheet_parts(archive):
+        too_large = archive.getinfo(part).file_size > MAX_SHEET_BYTES
+        yield name, "" if too_large else archive.read(part).decode("utf-8", "replace")
 
 
 def formula_text(content: object) -> str | None:
@@ -326,10 +328,7 @@ def formula_texts(path: Path, needles: tuple[str, ...]) -> list[str]:
     wanted, found = [n.lower() for n in needles], []
     try:
         with zipfile.ZipFile(path) as archive:
-            for _, part in sheet_parts(archive):
-                if archive.getinfo(part).file_size > MAX_SHEET_BYTES:
-                    continue
-                xml = archive.read(part).decode("utf-8", "replace")
+            for _, xml in sheet_xmls(archive):
                 lowered = xml.lower()
                 if any(n in lowered for n in wanted):
                     found += [html.unescape(m.group(1)) for m in _FORMULA_TEXT.finditer(xml)
