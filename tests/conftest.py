@@ -11,6 +11,25 @@ VERIFIED = ROOT.parent / "shared" / "spreadsheetbench-verified"  # the Verified 
 VERIFIED_ABSENT = "the shared SpreadsheetBench split is absent (its Verified part)"  # fails under CI, as above
 
 
+def pytest_collection_modifyitems(items):
+    """Mark each test by what it needs, read from its own source and its module's: ``shared`` (the
+    shared SpreadsheetBench split) and ``engines`` (a full engine run), so ``-m "not engines"`` or
+    ``-m "not shared"`` select around them; ``slow`` is marked by hand."""
+    import inspect
+
+    sources: dict[object, str] = {}
+    for item in items:
+        module = item.module
+        if module not in sources:
+            sources[module] = inspect.getsource(module)
+        function = getattr(item, "function", None)
+        own = inspect.getsource(function) if function is not None else ""
+        if "SHARED" in own or "VERIFIED" in own or "SHARED_ABSENT" in sources[module].split("def test_")[0]:
+            item.add_marker(pytest.mark.shared)
+        if "require_engines(" in own or "get_engine(" in own or "rescore_run(" in own or "open_engine(" in own:
+            item.add_marker(pytest.mark.engines)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     """A test skipped because the shared split is absent fails under CI, which has it."""
