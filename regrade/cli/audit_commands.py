@@ -22,12 +22,12 @@ from regrade.audit.grader import AUDIT_COLUMNS, audit_grader, audit_table
 from regrade.audit.controls import PACK as CONTROL_PACK
 from regrade.audit.controls import ControlPack, load_pack, select_controls
 from regrade.grading.graders import GRADERS, GraderError, RegradeGrader, make_grader
-from regrade.render.rows import FORMATS, render
+from regrade.render.rows import render
 from regrade.run import ResultCache, default_cache_dir, rescore_settings
 from regrade.runs.cases import load_dataset
 from regrade.messages import first_few
 from regrade.cli.app import in_repository, library_errors, main, progress
-from regrade.cli.options import check_executor, executor_options
+from regrade.cli.options import check_executor, executor_options, format_option
 
 
 @main.group("audit")
@@ -52,7 +52,7 @@ def audit_group():
               help="Exit with status 1 when a finding of this severity or worse exists.")
 @click.option("--workers", type=click.IntRange(min=1), help="Processes (default: CPU count).")
 @click.option("--limit", type=click.IntRange(min=1), help="Only the first N tasks of dataset.json.")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@format_option
 @library_errors
 @click.pass_context
 def audit_benchmark_command(ctx, folder, grader, recalc, fail_on, workers, limit, fmt):
@@ -120,7 +120,7 @@ def audit_benchmark_command(ctx, folder, grader, recalc, fail_on, workers, limit
                    "repeat for several). The report records the selection and the pack's count.")
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="Processes that grade controls (default: the CPU count).")
 @executor_options
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@format_option
 @library_errors
 def audit_grader_command(names, command, callable_target, threshold, label, pack_dir, expect_digest, controls_from,
                          tasks, seed, pack_out, only_tasks, calling, workers, executor, scheduler, fmt):
@@ -238,7 +238,7 @@ def generated_pack(dataset: Path, folder: Path, tasks: int | None, seed: int, wo
 
 @audit_group.command("table")
 @click.argument("reports", nargs=-1, required=True, type=click.Path(path_type=Path, dir_okay=False, exists=True))
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@format_option
 @library_errors
 def audit_table_command(reports, fmt):
     """Put saved grader audits (audit grader --format json) side by side; says so when they

@@ -18,14 +18,14 @@ from regrade.audit.conformance import benchmark_files, conformance, folder_files
 from regrade.audit.excel_oracle import by_suite, load_suites, locale_neutral, write_workbooks
 from regrade.audit.probes import MATRIX, OUTCOMES, load_matrix, record_matrix, run_pack
 from regrade.audit.probes import scores as probe_scores
-from regrade.render.rows import FORMATS, render
+from regrade.render.rows import render
 from regrade.cli.app import POSITIVE_SECONDS, library_errors, main, progress
-from regrade.cli.options import DEFAULT_ENGINES_HELP, chosen_engines, chosen_settings, quorum_option
+from regrade.cli.options import chosen_engines, chosen_settings, engines_option, format_option, quorum_option
 
 
 @main.command("conformance")
 @click.argument("corpus", type=click.Path(path_type=Path, file_okay=False))
-@click.option("--engines", "engine_names", metavar="NAMES", help=f"Comma-separated full engines. Default: {DEFAULT_ENGINES_HELP}.")
+@engines_option
 @quorum_option
 @click.option("--all-formulas", is_flag=True, help="CORPUS is any folder: compare every formula cell of every "
               ".xlsx/.xlsm under it that Excel saved (docProps/app.xml says so), not answer_position of a "
@@ -39,7 +39,7 @@ from regrade.cli.options import DEFAULT_ENGINES_HELP, chosen_engines, chosen_set
               "Japanese Excel (text that is not ASCII, DOLLAR, LENB ..., dates typed as text).")
 @click.option("--limit", type=click.IntRange(min=1), help="Only the first N files (in dataset.json order, or by path).")
 @click.option("--timeout", type=POSITIVE_SECONDS, default=DEFAULT_TIMEOUT_S, show_default=True, help="CPU seconds an engine (and the processes it starts) may spend on one workbook; one that computes nothing is stopped after 4 times as long on the clock.")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@format_option
 @library_errors
 def conformance_command(corpus, engine_names, quorum, all_formulas, excel_oracle, ja_jp_cases, limit, timeout, fmt):
     """How often each engine computes what Excel computed.
@@ -128,7 +128,7 @@ def _percent(part: int, whole: int) -> float | None:
 
 
 @main.command("engines")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@format_option
 @library_errors
 def engines_command(fmt):
     """List the engines: version, whether each can run here and why not, and probe scores.
@@ -156,7 +156,7 @@ def engines_command(fmt):
 
 @main.command("rules")
 @click.option("--engine", "engine_name", type=click.Choice(FULL_ENGINES), help="Only the rules that apply to this engine.")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@format_option
 @library_errors
 def rules_command(engine_name, fmt):
     """List the rules by which engines abstain instead of giving a value.
@@ -190,10 +190,10 @@ def rules_command(engine_name, fmt):
 
 
 @main.command("probes")
-@click.option("--engines", "engine_names", metavar="NAMES", help=f"Comma-separated full engines. Default: {DEFAULT_ENGINES_HELP}.")
+@engines_option
 @click.option("--record", is_flag=True, help=f"Write the outcomes to {MATRIX.relative_to(MATRIX.parents[2])}, with the engines' versions "
               "(on purpose: the tests compare with it). Engines not run keep their recorded outcomes.")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@format_option
 @library_errors
 def probes_command(engine_names, record, fmt):
     """Run the engines over the probe pack: per probe, right, wrong or abstain.

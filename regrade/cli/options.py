@@ -17,6 +17,7 @@ from regrade.runs.cases import Case
 from regrade.runs.load import LoadedRun, load_run
 from regrade.runs.inventory import check_inventory
 from regrade.grading.summary import RunSummary
+from regrade.render.rows import FORMATS
 from regrade.cli.app import POSITIVE_SECONDS, progress, quiet
 
 
@@ -78,6 +79,11 @@ def scale_options(command: Callable) -> Callable:
 
 DEFAULT_ENGINES_HELP = ("ironcalc, libreoffice and formulon where available (the most faithful, three "
                         "independent implementations; see docs/engines.md)")
+
+
+format_option = click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+engines_option = click.option("--engines", "engine_names", metavar="NAMES",
+                              help=f"Comma-separated full engines. Default: {DEFAULT_ENGINES_HELP}.")
 
 
 def executor_options(command: Callable) -> Callable:

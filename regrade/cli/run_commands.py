@@ -23,7 +23,7 @@ from regrade.run import ResultCache, default_cache_dir, rescore_settings
 from regrade.runs.cases import Case, spreadsheetbench_cases
 from regrade.grading.summary import summarise, verdict_counts
 from regrade.cli.app import in_repository, library_errors, main
-from regrade.cli.options import DEFAULT_ENGINES_HELP, check_executor, chosen_engines, chosen_settings, executor_options, load_cases, quorum_option, run_options, run_rescore, say_summary, scale_options
+from regrade.cli.options import DEFAULT_ENGINES_HELP, check_executor, chosen_engines, chosen_settings, engines_option, executor_options, load_cases, quorum_option, run_options, run_rescore, say_summary, scale_options
 from regrade.cli.table_commands import TABLE_COLUMNS
 
 
@@ -150,7 +150,7 @@ def rescore_command(dataset, conditions, harbor_jobs, runs_dir, allow_missing, t
 @main.command("demo")
 @click.option("--run", "run_dir", type=click.Path(path_type=Path, file_okay=False), default=demo_run.DEMO_RUN, show_default=in_repository(demo_run.DEMO_RUN), help="A demo run folder (dataset/ and outputs/<condition>/).")
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), help="Keep the results file here (default: a temporary file).")
-@click.option("--engines", "engine_names", metavar="NAMES", help=f"Comma-separated full engines. Default: {DEFAULT_ENGINES_HELP}.")
+@engines_option
 @library_errors
 def demo_command(run_dir, output, engine_names):
     """Rescore the bundled demo run and show what regrading changes.
