@@ -17,15 +17,13 @@ from __future__ import annotations
 
 import re
 
-from openpyxl.utils.cell import get_column_letter
-
 from regrade.engines.departures import CRITERIA
 from regrade.engines.rules import abstention
 from regrade.values import CannotEvaluate, CellRef, WorkbookValues
 from regrade.workbook.analysis import WorkbookAnalysis
 from regrade.workbook.calls import QUOTED, calls
 from regrade.workbook.cones import Area, FormulaGraph
-from regrade.workbook.sheets import logical_constants, resolve_sheet
+from regrade.workbook.sheets import formula_texts, logical_constants, resolve_sheet
 
 RULE = "libreoffice-logical-as-number"
 _LITERAL = r"(?:TRUE|FALSE)\b(?!\s*\()"
@@ -55,13 +53,14 @@ def abstain_where_logicals_are_numbers(analysis: WorkbookAnalysis, values: Workb
     becomes an abstention naming where."""
     if values.failure is not None or not values.formulas:
         return values
-    constants = logical_constants(analysis.path)
+    constants = {sheet: sorted(cells) for sheet, cells in logical_constants(analysis.path).items()}
+    if not constants and not any(writes_a_logical_literal(text)  # the common case, told from the sheet
+                                 for text in formula_texts(analysis.path, ("TRUE", "FALSE"))):  # XML, no graph
+        return values
     graph = analysis.graph()
     if graph is None:
         return values
     writers = {cell for cell, text in graph.formulas.items() if writes_a_logical_literal(text)}
-    if not constants and not writers:
-        return values
     for ref in values.formulas:
         sheet = resolve_sheet(ref.sheet, graph.sheets)
         if sheet is None or isinstance(values.cells.get(ref), CannotEvaluate):
@@ -72,7 +71,7 @@ def abstain_where_logicals_are_numbers(analysis: WorkbookAnalysis, values: Workb
     return values
 
 
-def _logical_in_cone(graph: FormulaGraph, cell: CellRef, constants: dict[str, set[tuple[int, int]]],
+def _logical_in_cone(graph: FormulaGraph, cell: CellRef, constants: dict[str, list[tuple[int, int]]],
                      writers: set[CellRef]) -> str | None:
     """Where the cone of ``cell`` meets a logical: a formula writing a literal, or a constant it reads."""
     cone = graph.cone([cell])
@@ -80,18 +79,15 @@ def _logical_in_cone(graph: FormulaGraph, cell: CellRef, constants: dict[str, se
         return "a reference the cone cannot place, in a workbook holding logicals"
     written = sorted(cone.cells & writers)
     if written:
-        return f"the formula at {written[0].sheet}!{_name(written[0].row, written[0].column)}"
+        return f"the formula at {written[0]}"
     for area in sorted(cone.areas, key=lambda a: (a.sheet, a.min_row, a.min_col, a.max_row, a.max_col)):
-        found = _constant_in(area, constants.get(area.sheet, set()))
+        found = _constant_in(area, constants.get(area.sheet, []))
         if found is not None:
-            return f"the TRUE or FALSE at {area.sheet}!{_name(*found)}"
+            return f"the TRUE or FALSE at {CellRef(area.sheet, *found)}"
     return None
 
 
-def _constant_in(area: Area, cells: set[tuple[int, int]]) -> tuple[int, int] | None:
-    return next((rc for rc in sorted(cells)
-                 if area.min_row <= rc[0] <= area.max_row and area.min_col <= rc[1] <= area.max_col), None)
-
-
-def _name(row: int, column: int) -> str:
-    return f"{get_column_letter(column)}{row}"
+def _constant_in(area: Area, cells: list[tuple[int, int]]) -> tuple[int, int] | None:
+    """The first of ``cells`` (sorted) inside ``area``."""
+    return next((rc for rc in cells if area.min_row <= rc[0] <= area.max_row and area.min_col <= rc[1] <= area.max_col),
+                None)
