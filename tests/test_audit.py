@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -123,6 +124,40 @@ def test_command_and_callable_graders(pack, tmp_path):
     printed = make_grader(None, command=f"{sys.executable} -c 'print(\"score 0.75\")' {{output}} {{answer}} {{position}}",
                           threshold=0.7)
     assert printed.passes(PACK / "off-by-one.output.xlsx", PACK / "off-by-one.answer.xlsx", "B1") is True
+
+
+def test_a_callable_grader_beside_the_user_runs_in_the_case_workers(pack, tmp_path, monkeypatch):
+    # a grader module in the user's folder (not installed anywhere), audited with --workers 2:
+    # the workers import it as the user's process did, every control is graded in a worker, and
+    # the verdicts equal the one-process audit's
+    (tmp_path / "my_grader.py").write_text(
+        "import os, pathlib\n"
+        "def grade(output, answer, position, input=None):\n"
+        "    pathlib.Path(os.environ['PIDS'], str(os.getpid())).touch()\n"
+        "    return 'off-by-one' not in output and 'stale' not in output\n")
+    (tmp_path / "pids").mkdir()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PIDS", str(tmp_path / "pids"))
+    monkeypatch.delitem(sys.modules, "my_grader", raising=False)
+    alone = grade_controls(make_grader(None, callable_target="my_grader:grade"), pack.controls, workers=1)
+    assert {p.name for p in (tmp_path / "pids").iterdir()} == {str(os.getpid())}
+    shutil.rmtree(tmp_path / "pids")
+    (tmp_path / "pids").mkdir()
+    verdicts = grade_controls(make_grader(None, callable_target="my_grader:grade"), pack.controls, workers=2)
+    assert verdicts == alone and False in alone and True in alone
+    ran_in = {int(p.name) for p in (tmp_path / "pids").iterdir()}
+    assert ran_in and os.getpid() not in ran_in
+
+
+def test_a_callable_defined_in_the_main_script_is_graded_in_this_process():
+    from regrade.audit.grader import runs_in_workers
+    from regrade.grading.graders import CallableGrader
+
+    assert runs_in_workers(make_grader(None, callable_target="tests.test_audit:always_pass"))
+    here = make_grader(None, callable_target="tests.test_audit:always_pass")
+    assert isinstance(here, CallableGrader)
+    here._function = lambda output, answer, position: True  # not importable in another process
+    assert not runs_in_workers(here)
 
 
 def test_a_value_grader_worker_killed_mid_audit_costs_no_control(pack):

@@ -9,11 +9,13 @@ from a benchmark (:mod:`regrade.audit.generated`) the test cases and controls th
 not be checked (``not_checked``); :func:`audit_table` puts several reports side by side and
 says so when they were made with different packs or regrade versions.
 
-Built-in value graders run over the controls in ``workers`` case workers, fresh interpreters
-(:mod:`regrade.run.pool`: a worker that dies costs the control it held, which is tried
-again alone and, if it ends that worker too, counted as one the grader could not judge); a
-command or a callable runs in this process. regrade's own grader runs as a rescore (its pool,
-results cache and per-case limits), so auditing it on a pack it generated costs nothing more.
+Value, command and callable graders run over the controls in ``workers`` case workers, fresh
+interpreters that find modules where this process finds them (:mod:`regrade.run.pool`: a
+worker that dies costs the control it held, which is tried again alone and, if it ends that
+worker too, counted as one the grader could not judge); a callable another process cannot
+import (defined in the running script, or a lambda) is called in this process, one control at
+a time. regrade's own grader runs as a rescore (its pool, results cache and per-case limits),
+so auditing it on a pack it generated costs nothing more.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import functools
 import json
 import multiprocessing
+import sys
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Callable
@@ -28,7 +31,8 @@ from typing import Callable
 from regrade.audit.controls import Control, ControlPack
 from regrade.audit.generated import not_checked_of
 from regrade.run.pool import WorkerJob, grade_in_workers
-from regrade.grading.graders import Grader, GraderFailure, RegradeGrader, TaskContext, ValueGrader
+from regrade.grading.graders import (CallableGrader, CommandGrader, Grader, GraderFailure, RegradeGrader,
+                                     TaskContext, ValueGrader)
 from regrade.paired.stats import wilson
 from regrade.results.provenance import regrade_version
 
@@ -138,8 +142,7 @@ def grade_controls(grader: Grader, controls: list[Control], workers: int = 1,
     told = on_control or (lambda control: None)
     if isinstance(grader, RegradeGrader):
         return _regrade_verdicts(grader, controls, workers, told, executor, scheduler)
-    if not isinstance(grader, ValueGrader) or workers <= 1 or len(controls) < 2 * workers:
-        # a command or a callable runs here, where it was found (its module may not import elsewhere)
+    if workers <= 1 or len(controls) < 2 * workers or not runs_in_workers(grader):
         verdicts = []
         for control in controls:
             verdicts.append(_verdict(grader, control))
@@ -157,6 +160,19 @@ def grade_controls(grader: Grader, controls: list[Control], workers: int = 1,
         finish(index, {"verdict": "the grader's worker process died on this control twice (out of memory, "
                                   "or a crash in a reader)"})
     return [found[index] for index in range(len(controls))]
+
+
+def runs_in_workers(grader: Grader) -> bool:
+    """Whether a case worker can be sent ``grader``: a spawned interpreter imports a callable's
+    module by name (with this process's ``sys.path``), so one defined in the running script,
+    or not found under its own name in its module, stays here."""
+    if not isinstance(grader, CallableGrader):
+        return isinstance(grader, (ValueGrader, CommandGrader))
+    function = grader._function
+    module = sys.modules.get(getattr(function, "__module__", None) or "")
+    if module is None or module.__name__ == "__main__":
+        return False
+    return getattr(module, getattr(function, "__qualname__", ""), None) is function
 
 
 def _nothing() -> None:
