@@ -42,7 +42,7 @@ from bench.rescore import answer_files  # noqa: E402
 
 from regrade.processes.cpu_time import process_tree_cpu_seconds  # noqa: E402
 from regrade.engines.cached import CachedEngine  # noqa: E402
-from regrade.engines.libreoffice import LibreOfficeEngine  # noqa: E402
+from regrade.engines.libreoffice.engine import LibreOfficeEngine  # noqa: E402
 from regrade.grading.consensus import engine_cells  # noqa: E402
 from regrade.grading.grade import GoldenError, load_golden, spilled_cells  # noqa: E402
 from regrade.grading.policies import TargetError, get_policy  # noqa: E402

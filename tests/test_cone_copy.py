@@ -8,7 +8,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 
-from regrade.engines.ironcalc import IronCalcEngine
+from regrade.engines.ironcalc.engine import IronCalcEngine
 from regrade.values import CellRef
 from regrade.workbook.cone_copy import CONE_WORK, asks_much_work, write_cone_copy
 from regrade.workbook.cones import load_graph

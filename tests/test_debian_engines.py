@@ -6,8 +6,8 @@ import pytest
 from regrade.engines.base import EngineSettings
 from regrade.values import CannotEvaluate, CellRef, ExcelError
 from regrade.engines.gnumeric import GnumericEngine
-from regrade.engines.libreoffice import LibreOfficeEngine
-from regrade.engines.libreoffice_rewrites import libreoffice_rewrites
+from regrade.engines.libreoffice.engine import LibreOfficeEngine
+from regrade.engines.libreoffice.rewrites import libreoffice_rewrites
 from regrade.grading.policies import get_policy
 from regrade.grading.consensus import consensus
 from regrade.engines.registry import open_engine
@@ -92,7 +92,7 @@ def test_python_engines_recompute_instead_of_echoing_the_cache(name):
 
 def test_a_gnumeric_shallow_grade_fails_aggregate_as_unsupported_in_recalc(workbook):
     require_engines("gnumeric")
-    from regrade.engines.ironcalc import IronCalcEngine
+    from regrade.engines.ironcalc.engine import IronCalcEngine
     from regrade.grading.rescore import rescore_case
     from regrade.runs.cases import Case
 
@@ -424,7 +424,7 @@ def test_libreoffice_leaves_nothing_outside_its_profile_and_removes_that(tmp_pat
     require_engines("libreoffice")
     import os
     import tempfile
-    from regrade.engines.libreoffice_files import pipe_files
+    from regrade.engines.libreoffice.office_files import pipe_files
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "temporary"))
     (tmp_path / "temporary").mkdir()
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "the user's cache"))
@@ -543,7 +543,7 @@ def test_array_formulas_are_imported_rewritten_and_plain_ones_set_after(workbook
     import openpyxl
     from openpyxl.worksheet.formula import ArrayFormula
 
-    from regrade.engines.libreoffice_rewrites import imported_copy
+    from regrade.engines.libreoffice.rewrites import imported_copy
 
     path = workbook({"F1": "k", "G1": 5, "A1": "k",
                      "D1": ArrayFormula("D1", '=MAX(IF(F:F=A1,G:G,""))'),

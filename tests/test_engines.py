@@ -11,7 +11,7 @@ from regrade.engines.base import EngineSettings
 from regrade.engines.rules import abstention
 from regrade.values import CannotEvaluate, CellRef, ExcelError
 from regrade.engines.cached import CachedEngine
-from regrade.engines.ironcalc import IronCalcEngine
+from regrade.engines.ironcalc.engine import IronCalcEngine
 from regrade.engines.readings import unknown_functions
 from regrade.engines.isolation import IsolatedEngine
 from tests.conftest import DEMO
@@ -550,7 +550,7 @@ def test_a_bridged_reference_to_a_sheet_whose_name_has_a_space_is_a_reference(tm
 
 
 def test_only_expressions_that_are_one_value_whatever_the_cells_hold_skip_sizing():
-    from regrade.engines.ironcalc_bridge import _plainly_scalar
+    from regrade.engines.ironcalc.argument_texts import plainly_scalar as _plainly_scalar
 
     assert all(_plainly_scalar(t) for t in ("P$4&0", "TODAY()", "YEAR(A1)+1", "'My Data'!B2*2", '"a"&B2'))
     assert not any(_plainly_scalar(t) for t in ("A1:A3", "{1,2}", "SEQUENCE(3)", "Name1", "A1#", 'INDIRECT("A1:A3")',

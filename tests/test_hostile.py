@@ -201,7 +201,7 @@ def test_no_engine_reaches_the_network(tmp_path):
 
 def test_libreoffice_runs_without_a_network_where_the_system_allows(tmp_path):
     require_engines("libreoffice")
-    from regrade.engines.libreoffice import network_sandbox
+    from regrade.engines.libreoffice.engine import network_sandbox
 
     if not network_sandbox():
         pytest.skip("unshare cannot make a network namespace here")
@@ -268,7 +268,7 @@ def test_a_run_killed_at_a_random_point_resumes_to_identical_results(tmp_path):
 
 def test_libreoffice_runs_under_its_memory_limit(tmp_path):
     require_engines("libreoffice")
-    from regrade.engines.libreoffice import LibreOfficeEngine
+    from regrade.engines.libreoffice.engine import LibreOfficeEngine
 
     book = tmp_path / "book.xlsx"
     book.write_bytes(answer_book())

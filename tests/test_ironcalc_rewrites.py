@@ -1,9 +1,9 @@
-"""The formula rewrites around IronCalc's defects (engines/ironcalc_rewrites.py): the text they
+"""The formula rewrites around IronCalc's defects (engines/range_rewrites.py): the text they
 produce, and the values IronCalc computes through them against values worked out by hand."""
 
 from regrade.values import CellRef
-from regrade.engines.ironcalc import IronCalcEngine
-from regrade.engines.ironcalc_rewrites import rewrite_range_arguments as rewrite
+from regrade.engines.ironcalc.engine import IronCalcEngine
+from regrade.engines.range_rewrites import rewrite_range_arguments as rewrite
 
 
 def test_single_cell_criteria_ranges_are_widened_only_in_range_positions():

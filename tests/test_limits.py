@@ -14,7 +14,7 @@ import pytest
 
 from regrade.processes.cpu_time import process_tree_cpu_seconds
 from regrade.engines.base import EngineSettings
-from regrade.engines.ironcalc import IronCalcEngine
+from regrade.engines.ironcalc.engine import IronCalcEngine
 from regrade.engines.isolation import IsolatedEngine
 from regrade.run import RescoreSettings, case_limit_s, rescore_run
 from regrade.runs.cases import Case

@@ -43,10 +43,10 @@ def test_every_engine_gives_the_recorded_outcome_on_every_probe(matrix):
 
 def test_the_recorded_coverage(matrix):
     # 189 probes: IronCalc is right on 182 (AGGREGATE, SUBTOTAL 110/111, LOOKUP, TEXT, TEXTJOIN and functions
-    # over arrays through engines/ironcalc_bridge.py, structured references through engines/tables.py,
-    # single-cell COUNTIF through engines/ironcalc_rewrites.py, SUBTOTAL over filtered rows through
+    # over arrays through engines/ironcalc/bridge.py, structured references through engines/tables.py,
+    # single-cell COUNTIF through engines/range_rewrites.py, SUBTOTAL over filtered rows through
     # engines/subtotals.py), LibreOffice 25.2 on 178 (MOD, and DAY and YEAR of serials before March 1900,
-    # through engines/libreoffice_rewrites.py),
+    # through engines/libreoffice/rewrites.py),
     # Formulon on 175 (it abstains on 11 by its rules: arrays in legacy-array parameters and dynamic-array
     # calls in formulas saved plain, structured references it misreads; wrong on MOD's precision, EDATE in
     # 1900, and SMALL over an array constant in a plain formula), formulas on 161, gnumeric on 146, pycel on 121.

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from regrade.engines.cached import CachedEngine
-from regrade.engines.ironcalc import IronCalcEngine
+from regrade.engines.ironcalc.engine import IronCalcEngine
 from regrade.engines.isolation import IsolatedEngine
 from regrade.grading.policies import get_policy
 from regrade.demo import conditions
@@ -54,7 +54,7 @@ def test_reasons_explain_each_disagreement():
     aggregate = results[("anthropic", "1_34469_output.xlsx")]
     (cell,) = aggregate.cells
     # the golden's AH6 (Excel's cache) is 6.5: =AGGREGATE(9,6,C6:AG6). LibreOffice computes it,
-    # and regrade does from IronCalc's values (engines/ironcalc_bridge.py) and from gnumeric's
+    # and regrade does from IronCalc's values (engines/ironcalc/bridge.py) and from gnumeric's
     # (engines/subtotals.py), since gnumeric gives #NAME?
     assert cell.full == 6.5 and cell.engines == {"ironcalc": 6.5, "libreoffice": 6.5, "gnumeric": 6.5}
 

@@ -180,7 +180,7 @@ LOGICAL_LITERALS = [('=TRUE>"zzz"', True), ('=TRUE&"x"', True), ("=IF(A1=TRUE,1,
 
 @pytest.mark.parametrize("formula, writes", LOGICAL_LITERALS)
 def test_a_logical_literal_is_found_where_excel_tells_it_from_a_number(formula, writes):
-    from regrade.engines.logicals import writes_a_logical_literal
+    from regrade.engines.libreoffice.logicals import writes_a_logical_literal
 
     assert writes_a_logical_literal(formula) is writes
 

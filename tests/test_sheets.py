@@ -9,7 +9,8 @@ from pathlib import Path
 import openpyxl
 import pytest
 
-from regrade.workbook.sheets import formula_cells, formula_cells_of, load_formula_book
+from regrade.workbook.openpyxl_reading import formula_cells_of, load_formula_book
+from regrade.workbook.sheets import formula_cells
 
 DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo-run" / "dataset" / "spreadsheet"
 
@@ -55,7 +56,7 @@ def test_a_bloated_stylesheet_is_read_without_its_named_styles_and_the_same_valu
     import openpyxl
     from openpyxl.styles import NamedStyle
 
-    from regrade.workbook.styles import MAX_NAMED_STYLES, read_book
+    from regrade.workbook.openpyxl_reading import MAX_NAMED_STYLES, read_book
 
     def book_with(named: int):
         book = openpyxl.Workbook()
@@ -155,7 +156,7 @@ def test_a_stylesheet_parsed_once_reads_as_openpyxl_reads_it_book_after_book(tmp
     reading gives, cell for cell (values, dates, number formats, fonts, fills, a merged cell's
     borders, named styles, conditional formats), the second and third time as the first, and
     the stylesheet is parsed once."""
-    from regrade.workbook.styles import parsed_stylesheet, read_book
+    from regrade.workbook.openpyxl_reading import parsed_stylesheet, read_book
 
     path = _styled_book(tmp_path / "styled.xlsx")
     parsed_stylesheet.cache_clear()
@@ -176,7 +177,7 @@ def test_a_stylesheet_parsed_once_reads_as_openpyxl_reads_it_book_after_book(tmp
 def test_a_stylesheet_openpyxl_cannot_read_fails_every_reading(tmp_path):
     """The shared parse keeps openpyxl's failures: a font size that is not a number fails
     openpyxl's reading, and regrade's each time it reads the file."""
-    from regrade.workbook.styles import read_book
+    from regrade.workbook.openpyxl_reading import read_book
 
     good = _styled_book(tmp_path / "styled.xlsx")
     bad = tmp_path / "bad.xlsx"

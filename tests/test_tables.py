@@ -3,7 +3,7 @@
 import pytest
 
 from regrade.values import CellRef
-from regrade.engines.ironcalc import IronCalcEngine
+from regrade.engines.ironcalc.engine import IronCalcEngine
 from regrade.workbook.structured import TablePart, resolve_structured
 
 

@@ -6,7 +6,7 @@ from openpyxl.worksheet.formula import ArrayFormula
 
 from regrade.values import CannotEvaluate, ExcelError
 from regrade.engines.cached import CachedEngine
-from regrade.engines.ironcalc import IronCalcEngine
+from regrade.engines.ironcalc.engine import IronCalcEngine
 from regrade.grading.policies import get_policy
 from regrade.grading.rescore import rescore_case
 from regrade.runs.cases import Case

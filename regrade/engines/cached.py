@@ -8,18 +8,16 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 import openpyxl
-from openpyxl.cell.read_only import ReadOnlyCell
-from openpyxl.worksheet._reader import FORMULA_TAG, WorkSheetParser
 
 from regrade.engines.base import EngineBase, EngineSettings
 from regrade.values import EXCEL_ERROR_CODES, CellRef, ExcelError, WorkbookFailure, WorkbookValues
 from regrade.workbook.cones import Area
 from regrade.workbook.screening import refusal
 from regrade.workbook.sheets import formula_cells, resolve_sheet
-from regrade.workbook.styles import read_book
+from regrade.workbook.openpyxl_reading import read_box, read_book
 
 
 class CachedEngine(EngineBase):
@@ -81,7 +79,7 @@ def read_cells(path: Path, cells: Sequence[CellRef], formulas: bool = False
 
     The values are openpyxl's ``data_only=True`` streaming (read-only) reading, and the
     formulas its ``data_only=False`` one (``=`` text, or an ArrayFormula or DataTableFormula),
-    both from one pass over each sheet: :class:`_ValuesAndFormulas` is openpyxl's own sheet
+    both from one pass over each sheet: :func:`regrade.workbook.openpyxl_reading.read_box` runs openpyxl's own sheet
     parser, which also keeps what its formula reading would give. The pass goes through a
     sheet's rows only as far as the last requested row and makes cells only inside the
     requested box, as ``iter_rows`` does: on a large sheet several times faster than loading
@@ -100,7 +98,7 @@ def read_cells(path: Path, cells: Sequence[CellRef], formulas: bool = False
         found_formulas: dict[CellRef, object] = {}
         for sheet, refs in wanted.items():
             positions = {(ref.row, ref.column): ref for ref in refs}
-            seen, formula_of = _read_box(book[sheet], positions, formulas)
+            seen, formula_of = read_box(book[sheet], positions, formulas)
             for key, ref in positions.items():
                 values[ref] = seen.get(key, (None, "General"))
                 if key in formula_of:
@@ -108,68 +106,6 @@ def read_cells(path: Path, cells: Sequence[CellRef], formulas: bool = False
         return names, values, found_formulas
     finally:
         book.close()
-
-
-class _ValuesAndFormulas(WorkSheetParser):
-    """openpyxl's sheet parser reading cached values (``data_only``) that also keeps, under
-    ``"formula"``, each formula cell's formula as its ``data_only=False`` parse gives it (the
-    shared formulas translated to the cell, in the same order). The first formula it cannot
-    read is kept in ``failure``, raised by the caller once the values are read."""
-
-    def __init__(self, *args: Any, formulas: bool, **kwargs: Any):
-        super().__init__(*args, **kwargs)
-        self.formulas = formulas
-        self.failure: Exception | None = None
-
-    def parse_cell(self, element: Any) -> dict:
-        cell = super().parse_cell(element)
-        if self.formulas and self.failure is None and element.find(FORMULA_TAG) is not None:
-            try:
-                cell["formula"] = self.parse_formula(element)
-            except MemoryError:
-                raise
-            except Exception as exc:  # what openpyxl's formula reading would have raised here
-                self.failure = exc
-        return cell
-
-
-def _read_box(ws: Any, positions: dict[tuple[int, int], CellRef], formulas: bool
-              ) -> tuple[dict[tuple[int, int], tuple], dict[tuple[int, int], object]]:
-    """(value, number format) and formula of the cells at ``positions`` of a read-only sheet,
-    chosen as ``ws.iter_rows`` over their bounding box chooses them: rows in file order up
-    to the last one asked for, a row number that does not move forward skipped, the last
-    cell of a column in a row kept, each cell keyed by its own coordinate."""
-    rows, columns = [r for r, _ in positions], [c for _, c in positions]
-    min_row, max_row, min_col, max_col = min(rows), max(rows), min(columns), max(columns)
-    book = ws.parent
-    values: dict[tuple[int, int], tuple] = {}
-    formula_of: dict[tuple[int, int], object] = {}
-    with ws._get_source() as source:
-        parser = _ValuesAndFormulas(source, ws._shared_strings, data_only=True, epoch=book.epoch,
-                                    date_formats=book._date_formats, timedelta_formats=book._timedelta_formats,
-                                    formulas=formulas)
-        next_row = min_row
-        for number, row in parser.parse():
-            if number > max_row:
-                break
-            if number < next_row:
-                continue
-            next_row = number + 1
-            in_box = {cell["column"]: cell for cell in row if min_col <= cell["column"] <= max_col}
-            for column in sorted(in_box):
-                cell = in_box[column]
-                formula = cell.pop("formula", None)
-                key = (cell["row"], cell["column"])
-                if key in positions:
-                    read = ReadOnlyCell(ws, **cell)
-                    values[key] = (read.value, read.number_format)
-                    if formula is not None:
-                        formula_of[key] = formula
-                    else:
-                        formula_of.pop(key, None)
-        if parser.failure is not None:
-            raise parser.failure
-    return values, formula_of
 
 
 class CachedAreas:

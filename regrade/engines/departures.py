@@ -1,6 +1,6 @@
 """Ways of calling a function where an engine departs from Excel, as data, and the abstentions they make.
 
-An engine lists its :class:`Departure` rows (LibreOffice's in :mod:`regrade.engines.libreoffice`,
+An engine lists its :class:`Departure` rows (LibreOffice's in :mod:`regrade.engines.libreoffice.engine`,
 Formulon's in :mod:`regrade.engines.formulon`); :func:`abstain_on_departures` makes a graded
 cell abstain, by the row's rule, when a formula of its dependency cone calls the function in
 that way. A look at the formula texts of the sheet XML first keeps the formula graph off the
@@ -186,7 +186,7 @@ def criteria_with_a_date_text(call: Call) -> bool:
     return False
 
 
-# IronCalc's own departures (regrade.engines.ironcalc)
+# IronCalc's own departures (regrade.engines.ironcalc.engine)
 # A text with an empty piece between delimiters, or at either end: "a,,c", "x, , y", ",a"
 AN_EMPTY_PIECE = re.compile(r"([,;|/\n-])\s*\1|^\s*[,;|/]|[,;|/]\s*$")
 _FRACTION = re.compile(r"\?\s*/|/\s*\?")

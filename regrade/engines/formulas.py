@@ -8,7 +8,7 @@ values of the references (:mod:`regrade.engines.totals`). Any structured referen
 reject the whole workbook, so they are first resolved to ranges
 (:mod:`regrade.workbook.structured`) in a scratch copy; the original file is never written. In the
 same copy, criteria ranges to the sheet's end, where formulas counts nothing, are cut at
-the last used row (:mod:`regrade.engines.ironcalc_rewrites`). Only the requested cells'
+the last used row (:mod:`regrade.engines.range_rewrites`). Only the requested cells'
 dependency cone is compiled and computed (formulas' ``from_ranges``), not the whole
 workbook (``bench/formulas_cone.py`` measures the difference). It stays out of the
 default consensus (``--engines ...,formulas`` adds it), and the worker's time limit
@@ -29,20 +29,22 @@ from openpyxl.worksheet.formula import ArrayFormula
 from openpyxl.utils.cell import coordinate_to_tuple, get_column_letter
 
 from regrade.engines.base import EngineSettings
-from regrade.engines.ironcalc_rewrites import last_row_readers, rewrite_range_arguments
+from regrade.engines.range_rewrites import last_row_readers, rewrite_range_arguments
 from regrade.engines.pipeline import PythonPackageEngine
 from regrade.engines.rules import abstention
 from regrade.engines.totals import TotalsDefects, mend_totals
 from regrade.values import CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues
 from regrade.workbook.analysis import WorkbookAnalysis
 from regrade.workbook.cones import Area, FormulaGraph
-from regrade.workbook.sheets import formula_cells_of, formula_text, load_formula_book, resolve_sheet
+from regrade.workbook.formula import call_pattern
+from regrade.workbook.openpyxl_reading import formula_cells_of, load_formula_book
+from regrade.workbook.sheets import formula_text, resolve_sheet
 from regrade.workbook.structured import structured_rewrites
 
 _CALL = re.compile(r"(?<![A-Za-z0-9_.])((?:_xl[a-z]+\.)*[A-Za-z][A-Za-z0-9_.]*)\(", re.IGNORECASE)
 _STRING = re.compile(r'"(?:[^"]|"")*"')
 _SCRATCH_NAME = "book.xlsx"  # the workbook's name inside the scratch folder, free of characters formulas reads
-_TOTALS = re.compile(r"(?<![A-Za-z0-9_.])(?:_xlfn\.)?(?:SUBTOTAL|AGGREGATE)\(", re.IGNORECASE)
+_TOTALS = call_pattern("SUBTOTAL", "AGGREGATE")
 _KEY = re.compile(r"^'?\[[^\]]+\](?P<sheet>.+?)'?!(?P<cell>[A-Z]+[0-9]+)(?::(?P<end>[A-Z]+[0-9]+))?$")
 
 
@@ -166,7 +168,7 @@ def _prepare(path: Path, book: openpyxl.Workbook, scratch: Path) -> None:
 
 
 def _cut_criteria_ranges(book: openpyxl.Workbook) -> bool:
-    """``COUNTIF(A$1:A$1048576, 5)`` is 0 in formulas: such ranges are cut (engines/ironcalc_rewrites.py)."""
+    """``COUNTIF(A$1:A$1048576, 5)`` is 0 in formulas: such ranges are cut (engines/range_rewrites.py)."""
     readers = last_row_readers({ws.title.lower(): ws.max_row for ws in book.worksheets})
     last_rows = {ws.title: readers(ws.title) for ws in book.worksheets}
     if None in last_rows.values():  # no range can be cut in this workbook

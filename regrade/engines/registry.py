@@ -10,9 +10,9 @@ from regrade.engines.cached import CachedEngine
 from regrade.engines.formulas import FormulasEngine
 from regrade.engines.formulon import FormulonEngine
 from regrade.engines.gnumeric import GnumericEngine
-from regrade.engines.ironcalc import IronCalcEngine
+from regrade.engines.ironcalc.engine import IronCalcEngine
 from regrade.engines.isolation import IsolatedEngine
-from regrade.engines.libreoffice import LibreOfficeEngine
+from regrade.engines.libreoffice.engine import LibreOfficeEngine
 from regrade.engines.pycel import PycelEngine
 
 

@@ -261,7 +261,7 @@ RULES: tuple[Rule, ...] = (
     _rule("ironcalc-bridge-left", ("ironcalc",), "engine-departure",
           "the cone holds a call IronCalc gets wrong that the bridge left to IronCalc: a workbook past the "
           "bridge's work budget, a chain that did not settle, or a call reading a LET or LAMBDA name",
-          "IronCalc's own value of that call departs from Excel's (engines/ironcalc_bridge.py lists how)",
+          "IronCalc's own value of that call departs from Excel's (engines/ironcalc/bridge.py lists how)",
           (ITS_PROBE,)),
     _rule("ironcalc-lookup-of-empty", ("ironcalc",), "engine-departure",
           "the cone holds VLOOKUP, HLOOKUP or XLOOKUP of an empty cell over a range that holds an empty cell",

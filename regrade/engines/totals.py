@@ -29,11 +29,11 @@ from regrade.values import CannotEvaluate, CellRef, ExcelError, WorkbookValues
 from regrade.workbook.cones import Area, Cell, FormulaGraph
 from regrade.engines.functions.aggregate import Item, aggregate
 from regrade.workbook.sheets import HiddenRows, resolve_sheet
-from regrade.workbook.formula import bare_name, tokens as formula_tokens
+from regrade.workbook.formula import bare_name, call_pattern, tokens as formula_tokens
 
 SKIPPING_HIDDEN = re.compile(r"(?<![A-Za-z0-9_.])SUBTOTAL\(\s*1(?:0[1-9]|1[01])\s*[,)]", re.IGNORECASE)
-_CALLS_SUBTOTAL = re.compile(r"(?<![A-Za-z0-9_.])SUBTOTAL\(", re.IGNORECASE)
-_CALLS_NESTABLE = re.compile(r"(?<![A-Za-z0-9_.])(?:_xlfn\.)?(?:SUBTOTAL|AGGREGATE)\(", re.IGNORECASE)
+_CALLS_SUBTOTAL = call_pattern("SUBTOTAL")
+_CALLS_NESTABLE = call_pattern("SUBTOTAL", "AGGREGATE")
 _NESTABLE = frozenset({"SUBTOTAL", "AGGREGATE"})
 _NUMBERS = frozenset((*range(1, 12), *range(101, 112)))  # SUBTOTAL's
 

@@ -24,12 +24,11 @@ from regrade.engines.cached import read_cells
 from regrade.workbook.cones import VOLATILE_FUNCTIONS, FormulaGraph
 from regrade.workbook.external import linked_workbook
 from regrade.workbook.formula import boundaries, referenced_cells
-from regrade.workbook.styles import read_book
+from regrade.workbook.openpyxl_reading import formula_cells_of, load_formula_book, read_book
 from regrade.engines.readings import decoded_text, number_value
 from regrade.workbook.screening import HOSTILE_REASONS, screen
 from regrade.workbook.sheets import (
-    array_formula_ranges, formula_cells, formula_cells_of, formula_text, formulas_may_mention, load_formula_book,
-    resolve_sheet,
+    array_formula_ranges, cell_formula, formula_cells, formulas_may_mention, resolve_sheet,
 )
 from regrade.grading.policies import Policy, SheetExtent, TargetError, rounding_boundary
 from regrade.runs.cases import Case
@@ -127,7 +126,7 @@ class Golden:
 
     def formula(self, ref: CellRef) -> str | None:
         """The golden cell's formula, or None (the formulas are read on first use)."""
-        return formula_text(self._formulas()[ref.sheet].cell(ref.row, ref.column).value)
+        return cell_formula(self._formulas()[ref.sheet].cell(ref.row, ref.column))
 
     def volatile_calls(self, ref: CellRef) -> set[str]:
         """The volatile functions (TODAY, RAND ...) the cell's value may depend on."""

@@ -32,7 +32,8 @@ from typing import Iterable
 import openpyxl
 from openpyxl.formula.tokenizer import Token
 
-from regrade.workbook.sheets import HiddenRows, formula_cells_of, formula_text, hidden_rows, load_formula_book, resolve_sheet
+from regrade.workbook.openpyxl_reading import formula_cells_of, load_formula_book
+from regrade.workbook.sheets import HiddenRows, formula_text, hidden_rows, resolve_sheet
 from regrade.workbook.structured import TablePart, resolve_structured, table_parts
 from regrade.values import CellRef
 from regrade.workbook.formula import MAX_COLUMNS, MAX_ROWS, boundaries, function_of, tokens as formula_tokens

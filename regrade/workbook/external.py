@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Iterator
 from xml.etree import ElementTree
 
-from regrade.workbook.formula import outside_quotes, rewritten_outside_quotes
+from regrade.workbook.formula import call_pattern, outside_quotes, rewritten_outside_quotes
 from regrade.workbook.rewrite import READ_ERRORS, WORKBOOK, escape, rewritten_parts, write_copy
 from regrade.workbook.sheets import MAX_SHEET_BYTES, sheet_parts, workbook_parts
 
@@ -52,9 +52,8 @@ NEEDS_A_REFERENCE = frozenset({
     "COUNTBLANK", "OFFSET", "INDIRECT", "CELL", "SUBTOTAL", "AGGREGATE", "ISREF", "AREAS",
 })
 # What the added sheets or the rewritten references would change
-_CHANGED_BY_A_COPY = re.compile(rb"(?<![A-Za-z0-9_.])(?:_xlfn\.)?(?:SHEETS?|FORMULATEXT)\(", re.IGNORECASE)
-_NEEDS_A_REFERENCE = re.compile(
-    r"(?<![A-Za-z0-9_.])(?:_xlfn\.)?(?:" + "|".join(sorted(NEEDS_A_REFERENCE)) + r")\(", re.IGNORECASE)
+_CHANGED_BY_A_COPY = re.compile(call_pattern("SHEETS?", "FORMULATEXT").pattern.encode(), re.IGNORECASE)  # in a sheet's bytes
+_NEEDS_A_REFERENCE = call_pattern(*sorted(NEEDS_A_REFERENCE))
 # A reference to one sheet of another workbook: a cell, a range, whole columns or rows
 _LINKED = re.compile(
     r"(?:'\[(?P<quoted_link>\d+)\](?P<quoted_sheet>(?:[^']|'')+)'|(?<![A-Za-z0-9_.'\]])\[(?P<link>\d+)\]"

@@ -1,8 +1,10 @@
 """What every reader of a formula shares: the sheet's limits, function names without their
-``_xlfn.``/``_xlws.`` prefixes, the tokenizer walk, and a count of the cells a formula references."""
+``_xlfn.``/``_xlws.`` prefixes, whether a formula's text calls a function, the tokenizer walk,
+and a count of the cells a formula references."""
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Callable
 
@@ -26,6 +28,20 @@ def bare_name(name: str) -> str:
     for prefix in PREFIXES:
         name = name.removeprefix(prefix)
     return name
+
+
+@functools.lru_cache(maxsize=None)
+def call_pattern(*names: str) -> re.Pattern[str]:
+    """What finds a call of any of ``names`` in a formula's text: case-insensitive, with or without
+    a ``_xlfn.``-style prefix, and not the end of a longer name (``ISUM(`` calls no ``SUM``). A name
+    may be a regular-expression alternative (``COUNTIFS?``, ``IS[A-Z]+``). Text inside quotes is
+    not told apart: for that, search :func:`outside_quotes`."""
+    return re.compile(r"(?<![A-Za-z0-9_.])(?:_xl[a-z]+\.)?(?:" + "|".join(names) + r")\(", re.IGNORECASE)
+
+
+def calls_function(formula: str, *names: str) -> bool:
+    """Whether ``formula``'s text calls any of ``names`` (:func:`call_pattern`)."""
+    return call_pattern(*names).search(formula) is not None
 
 
 def outside_quotes(formula: str) -> list[str]:

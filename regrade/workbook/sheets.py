@@ -6,21 +6,16 @@ from __future__ import annotations
 
 import html
 import re
-import warnings
 import zipfile
-from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 import openpyxl
 from openpyxl.cell.cell import Cell
-from openpyxl.reader.excel import ExcelReader
-from openpyxl.reader.workbook import WorkbookParser
 from openpyxl.utils.cell import column_index_from_string
 
 from regrade.workbook.formula import boundaries
-from regrade.workbook.styles import LeanArchive, LeanReader
 
 MAX_SHEET_BYTES = 64 * 1024 * 1024
 _ARRAY_CELL = re.compile(r'<c r="([A-Z]{1,3})(\d+)"[^>]*>\s*<f\b(?=[^>]*\bt="array")(?:[^>]*\bref="([A-Z0-9:]+)")?')
@@ -187,6 +182,13 @@ def formula_text(content: object) -> str | None:
     return None
 
 
+def cell_formula(cell: object) -> str | None:
+    """The formula of a cell openpyxl read with formulas, or None: a text constant that begins
+    with "=" (a criterion such as ``=Apple`` typed as text) is a constant, which openpyxl marks
+    by its data type (``s``, where a formula's is ``f``)."""
+    return formula_text(getattr(cell, "value", None)) if getattr(cell, "data_type", None) == "f" else None
+
+
 @dataclass(frozen=True)
 class FormulaCell:
     """One formula cell of a loaded workbook: where it is, its text, and the openpyxl cell."""
@@ -196,68 +198,6 @@ class FormulaCell:
     column: int
     text: str
     cell: Cell
-
-
-def formula_cells_of(book: openpyxl.Workbook) -> Iterator[FormulaCell]:
-    """Every formula cell of a workbook openpyxl loaded with its formulas, sheet by sheet in
-    row order. Only the cells the file holds are visited: ``iter_rows`` would walk, and
-    create, every cell of the sheet's bounding box (4.5 million for one far-off cell)."""
-    for ws in book.worksheets:
-        for (row, column), cell in sorted(ws._cells.items()):
-            text = formula_text(cell.value)
-            if text is not None and isinstance(cell, Cell):
-                yield FormulaCell(ws.title, row, column, text, cell)
-
-
-def load_formula_book(path: Path, pivot_tables: bool = False) -> openpyxl.Workbook:
-    """The workbook with its formulas (not cached values), without openpyxl's warnings about
-    extensions it drops. Raises whatever openpyxl raises on a file it cannot read.
-
-    Pivot tables are read without their caches unless ``pivot_tables`` (a book to be saved
-    needs them): openpyxl 3.1 parses every pivot cache, records included, once per sheet,
-    30 s for the 12 sheets and 940 KB of records of SpreadsheetBench task 59932, and no
-    formula reads them."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        reader = ExcelReader(path, read_only=False, data_only=False) if pivot_tables else _FormulaReader(path)
-        reader.read()
-        return reader.wb
-
-
-class _PivotCachesLeftOut(WorkbookParser):
-    @property
-    def pivot_caches(self) -> dict[int, Any]:  # every pivot table gets None for its cache
-        return defaultdict(lambda: None)
-
-
-_DRAWING = re.compile(rb"\s*(?:<\?xml[^>]*\?>\s*)?<(?:\w+:)?wsDr\b")  # a part whose root is a drawing
-_EMPTY_DRAWING = b'<wsDr xmlns="http://schemas.openxmlformats.org/drawingml/2006/spreadsheetDrawing"/>'
-
-
-class _DrawingsLeftOut(LeanArchive):
-    """The archive :class:`_FormulaReader` reads: a :class:`LeanArchive` in which each drawing
-    part (charts, pictures, shapes: a ``wsDr`` root, ECMA-376 Part 1, 20.5) reads as an empty
-    drawing. No formula reads a drawing, and openpyxl parses each chart's whole DrawingML:
-    2.8 s of the 5 s it spends opening SpreadsheetBench 59932's answer."""
-
-    def read(self, name: Any, *args: Any, **kwargs: Any) -> bytes:
-        data = super().read(name, *args, **kwargs)
-        return _EMPTY_DRAWING if _DRAWING.match(data) else data
-
-
-class _FormulaReader(LeanReader):
-    """openpyxl's reader, with every pivot table's cache and every drawing left out and a
-    bloated stylesheet's named styles cut (:mod:`regrade.workbook.styles`): such a book is
-    read, never saved."""
-
-    archive_type = _DrawingsLeftOut
-
-    def __init__(self, path: Path):
-        super().__init__(path, read_only=False, data_only=False)
-
-    def read_workbook(self) -> None:
-        super().read_workbook()
-        self.parser.__class__ = _PivotCachesLeftOut
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from openpyxl.utils.cell import get_column_letter
 
 from regrade.values import CellRef
 from regrade.workbook.formula import boundaries
-from regrade.workbook.sheets import formula_cells_of, load_formula_book
+from regrade.workbook.openpyxl_reading import formula_cells_of, load_formula_book
 
 MAX_SHEET_BYTES = 64 * 1024 * 1024
 _STRING = re.compile(r'("(?:[^"]|"")*")')

@@ -5,7 +5,7 @@ Excel counts days from serial 1 = 1900-01-01 and keeps Lotus 1-2-3's mistake of 
 and serial 0 is "January 0, 1900": ``YEAR(0)`` is 1900, ``DAY(0)`` is 0 and
 ``EOMONTH(0, 0)`` is 31 (an empty cell is 0). IronCalc 0.9.1 dates serials below 61
 from 1899-12-30 instead (``DAY(1)`` is 31, ``EOMONTH(0, 0)`` is ``#NUM!``), which is
-why :mod:`regrade.engines.ironcalc_bridge` computes these functions here.
+why :mod:`regrade.engines.ironcalc.bridge` computes these functions here.
 
 Arguments are plain values (float, bool, None, str) or :class:`ExcelError`. A date typed
 as text is read when its month is a name, as Excel reads it in any locale (``1Jan2016``,

@@ -4,7 +4,7 @@ Excel keeps 15 significant digits of MOD's dividend: ``MOD(1.000003, 1)`` is 3E-
 Excel and 2.9999999999752E-06 in IEEE arithmetic, which LibreOffice returns, so that
 ``INDEX(range, 10^6*MOD(x, 1))`` reads the row before (SpreadsheetBench task 42110). Each
 ``MOD(a, b)`` becomes ``ROUND(MOD(a, b), 14-INT(LOG10(ABS(a)+(a=0))))``: the same rounding
-as the IronCalc bridge's MOD (:func:`regrade.engines.ironcalc_bridge._significant`), computed by
+as the IronCalc bridge's MOD (:func:`regrade.engines.ironcalc.adapters.elementwise._significant`), computed by
 LibreOffice itself, element by element inside array formulas.
 
 Excel counts 1900 as a leap year: its serial 1 is 1 January 1900 and 0 is "0 January
@@ -15,7 +15,7 @@ therefore read x + 1 for 1 <= x < 60, and give Excel's 0, 1 and 1900 for 0 <= x 
 serial 60, Excel's 29 February 1900 and LibreOffice's 28 February, has DAY 29.
 
 Whole columns are cut at the sheets' last used row where Excel's value cannot change, as for
-IronCalc (:func:`regrade.engines.ironcalc_rewrites.value_keeping_cuts`, where the argument
+IronCalc (:func:`regrade.engines.range_rewrites.value_keeping_cuts`, where the argument
 that the value does not change is made): SUMPRODUCT of arrays computed by operators from
 tall ranges (``SUMPRODUCT((Errors!I:I=A3)*(Errors!Q:Q=L3),Errors!M:M)``, in any formula),
 and MAX or MIN of an expression computed element by element, in an array formula
@@ -42,12 +42,13 @@ import openpyxl
 from openpyxl.formula.tokenizer import Token
 from openpyxl.worksheet.formula import ArrayFormula
 
-from regrade.engines.ironcalc_rewrites import last_row_readers, value_keeping_cuts
+from regrade.engines.range_rewrites import last_row_readers, value_keeping_cuts
 from regrade.values import CellRef
 from regrade.workbook import cell_xml
 from regrade.workbook.rewrite import READ_ERRORS
+from regrade.workbook.openpyxl_reading import formula_cells_of, load_formula_book
 from regrade.workbook.sheets import (
-    MAX_SHEET_BYTES, formula_cells_of, formula_texts, load_formula_book, mentions,
+    MAX_SHEET_BYTES, formula_texts, mentions,
 )
 from regrade.workbook.structured import structured_rewrites
 from regrade.workbook.formula import bare_name, tokens as formula_tokens

@@ -1,5 +1,14 @@
-"""Reading a workbook with openpyxl: its stylesheet parsed once per content, and without
-expanding thousands of named styles.
+"""Every use of openpyxl's internals in regrade, in one place: reading a workbook as openpyxl
+does, faster, and with what its public reading cannot give. tests/test_openpyxl_reading.py
+holds each against openpyxl's public ``load_workbook`` on real files.
+
+- :func:`read_book`: ``load_workbook``, its stylesheet parsed once per content and without
+  expanding thousands of named styles (below);
+- :func:`load_formula_book`: the formulas, without pivot caches and drawings, which no formula
+  reads;
+- :func:`formula_cells_of`: the formula cells a sheet holds, not its bounding box;
+- :func:`read_box`: cached values and formulas of chosen cells in one pass over a read-only
+  sheet, with openpyxl's own sheet parser.
 
 openpyxl parses ``xl/styles.xml`` whole every time it opens a workbook, 11 ms on average for a
 SpreadsheetBench file and a third of the Python time of rescoring a small one, which opens
@@ -24,21 +33,30 @@ stylesheet with more than :data:`MAX_NAMED_STYLES` named styles is read with onl
 from __future__ import annotations
 
 import functools
+import re
 import warnings
 import zipfile
+from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Collection, Iterator
 from xml.etree import ElementTree
 
+import openpyxl
 from defusedxml.ElementTree import fromstring
 from openpyxl import Workbook
+from openpyxl.cell.cell import Cell
+from openpyxl.cell.read_only import ReadOnlyCell
 from openpyxl.reader.excel import ExcelReader
+from openpyxl.reader.workbook import WorkbookParser
 from openpyxl.styles.builtins import styles as builtin_styles
 from openpyxl.styles.named_styles import NamedStyleList
 from openpyxl.styles.stylesheet import Stylesheet
 from openpyxl.utils.indexed_list import IndexedList
 from openpyxl.xml.constants import ARC_STYLE, SHEET_MAIN_NS
+from openpyxl.worksheet._reader import FORMULA_TAG, WorkSheetParser
 from openpyxl.xml.functions import fromstring as openpyxl_fromstring
+
+from regrade.workbook.sheets import FormulaCell, cell_formula
 
 MAX_NAMED_STYLES = 500  # Excel's own new workbook has 1; a styled template a few dozen
 PARSED_STYLESHEETS = 16  # distinct stylesheets kept parsed in one process
@@ -146,3 +164,127 @@ def read_book(path: Path, data_only: bool = False, read_only: bool = False) -> W
         reader = LeanReader(path, read_only=read_only, data_only=data_only)
         reader.read()
         return reader.wb
+
+
+def load_formula_book(path: Path, pivot_tables: bool = False) -> openpyxl.Workbook:
+    """The workbook with its formulas (not cached values), without openpyxl's warnings about
+    extensions it drops. Raises whatever openpyxl raises on a file it cannot read.
+
+    Pivot tables are read without their caches unless ``pivot_tables`` (a book to be saved
+    needs them): openpyxl 3.1 parses every pivot cache, records included, once per sheet,
+    30 s for the 12 sheets and 940 KB of records of SpreadsheetBench task 59932, and no
+    formula reads them."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reader = ExcelReader(path, read_only=False, data_only=False) if pivot_tables else _FormulaReader(path)
+        reader.read()
+        return reader.wb
+
+
+class _PivotCachesLeftOut(WorkbookParser):
+    @property
+    def pivot_caches(self) -> dict[int, Any]:  # every pivot table gets None for its cache
+        return defaultdict(lambda: None)
+
+
+_DRAWING = re.compile(rb"\s*(?:<\?xml[^>]*\?>\s*)?<(?:\w+:)?wsDr\b")  # a part whose root is a drawing
+_EMPTY_DRAWING = b'<wsDr xmlns="http://schemas.openxmlformats.org/drawingml/2006/spreadsheetDrawing"/>'
+
+
+class _DrawingsLeftOut(LeanArchive):
+    """The archive :class:`_FormulaReader` reads: a :class:`LeanArchive` in which each drawing
+    part (charts, pictures, shapes: a ``wsDr`` root, ECMA-376 Part 1, 20.5) reads as an empty
+    drawing. No formula reads a drawing, and openpyxl parses each chart's whole DrawingML:
+    2.8 s of the 5 s it spends opening SpreadsheetBench 59932's answer."""
+
+    def read(self, name: Any, *args: Any, **kwargs: Any) -> bytes:
+        data = super().read(name, *args, **kwargs)
+        return _EMPTY_DRAWING if _DRAWING.match(data) else data
+
+
+class _FormulaReader(LeanReader):
+    """openpyxl's reader, with every pivot table's cache and every drawing left out and a
+    bloated stylesheet's named styles cut (:func:`lean_stylesheet`): such a book is
+    read, never saved."""
+
+    archive_type = _DrawingsLeftOut
+
+    def __init__(self, path: Path):
+        super().__init__(path, read_only=False, data_only=False)
+
+    def read_workbook(self) -> None:
+        super().read_workbook()
+        self.parser.__class__ = _PivotCachesLeftOut
+
+
+def formula_cells_of(book: openpyxl.Workbook) -> Iterator[FormulaCell]:
+    """Every formula cell of a workbook openpyxl loaded with its formulas, sheet by sheet in
+    row order. Only the cells the file holds are visited: ``iter_rows`` would walk, and
+    create, every cell of the sheet's bounding box (4.5 million for one far-off cell)."""
+    for ws in book.worksheets:
+        for (row, column), cell in sorted(ws._cells.items()):
+            text = cell_formula(cell)
+            if text is not None and isinstance(cell, Cell):
+                yield FormulaCell(ws.title, row, column, text, cell)
+
+
+class _ValuesAndFormulas(WorkSheetParser):
+    """openpyxl's sheet parser reading cached values (``data_only``) that also keeps, under
+    ``"formula"``, each formula cell's formula as its ``data_only=False`` parse gives it (the
+    shared formulas translated to the cell, in the same order). The first formula it cannot
+    read is kept in ``failure``, raised by the caller once the values are read."""
+
+    def __init__(self, *args: Any, formulas: bool, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.formulas = formulas
+        self.failure: Exception | None = None
+
+    def parse_cell(self, element: Any) -> dict:
+        cell = super().parse_cell(element)
+        if self.formulas and self.failure is None and element.find(FORMULA_TAG) is not None:
+            try:
+                cell["formula"] = self.parse_formula(element)
+            except MemoryError:
+                raise
+            except Exception as exc:  # what openpyxl's formula reading would have raised here
+                self.failure = exc
+        return cell
+
+
+def read_box(ws: Any, positions: Collection[tuple[int, int]], formulas: bool
+              ) -> tuple[dict[tuple[int, int], tuple], dict[tuple[int, int], object]]:
+    """(value, number format) and formula of the cells at ``positions`` of a read-only sheet,
+    chosen as ``ws.iter_rows`` over their bounding box chooses them: rows in file order up
+    to the last one asked for, a row number that does not move forward skipped, the last
+    cell of a column in a row kept, each cell keyed by its own coordinate."""
+    rows, columns = [r for r, _ in positions], [c for _, c in positions]
+    min_row, max_row, min_col, max_col = min(rows), max(rows), min(columns), max(columns)
+    book = ws.parent
+    values: dict[tuple[int, int], tuple] = {}
+    formula_of: dict[tuple[int, int], object] = {}
+    with ws._get_source() as source:
+        parser = _ValuesAndFormulas(source, ws._shared_strings, data_only=True, epoch=book.epoch,
+                                    date_formats=book._date_formats, timedelta_formats=book._timedelta_formats,
+                                    formulas=formulas)
+        next_row = min_row
+        for number, row in parser.parse():
+            if number > max_row:
+                break
+            if number < next_row:
+                continue
+            next_row = number + 1
+            in_box = {cell["column"]: cell for cell in row if min_col <= cell["column"] <= max_col}
+            for column in sorted(in_box):
+                cell = in_box[column]
+                formula = cell.pop("formula", None)
+                key = (cell["row"], cell["column"])
+                if key in positions:
+                    read = ReadOnlyCell(ws, **cell)
+                    values[key] = (read.value, read.number_format)
+                    if formula is not None:
+                        formula_of[key] = formula
+                    else:
+                        formula_of.pop(key, None)
+        if parser.failure is not None:
+            raise parser.failure
+    return values, formula_of

@@ -1,7 +1,7 @@
 """LibreOffice Calc: a warm soffice over UNO, recalculating every formula on load.
 
 The UNO bridge lives in Debian's ``python3-uno`` for ``/usr/bin/python3``, so the
-engine talks to a helper process on that interpreter (``libreoffice_worker.py``),
+engine talks to a helper process on that interpreter (``worker.py`` beside it),
 which owns a headless soffice with a private, throw-away profile: recalculation on
 load forced (``OOXMLRecalcMode`` = 0, so no stale cache is ever echoed), external
 links never updated, macros never run, and, where ``unshare`` allows it (Linux),
@@ -20,7 +20,7 @@ computes XLOOKUP, XMATCH, FILTER, SORT, SORTBY, UNIQUE, SEQUENCE and LET; Debian
 formulas it cannot compile (``libreoffice-engine-error``). ``#NAME?`` always abstains
 (``libreoffice-name-error``); the rules are in :mod:`regrade.engines.rules`. Before it
 computes, structured references become ranges and MOD gets Excel's precision
-(:mod:`regrade.engines.libreoffice_rewrites`); where it departs from Excel in ways regrade cannot
+(:mod:`regrade.engines.libreoffice.rewrites`); where it departs from Excel in ways regrade cannot
 mend (:data:`_DEPARTURES`), a cell whose cone holds such a call abstains. Numbers come
 back plain: LibreOffice formats a ``=TIME(6,0,0)`` cell as a time of its own accord,
 where the file says General; a date is a date when the file's format says so
@@ -44,10 +44,10 @@ from typing import Sequence
 from regrade.processes.cpu_time import wall_backstop_s
 from regrade.engines.base import DEFAULT_MEMORY_MB, EngineSettings
 from regrade.engines.departures import Departure, abstain_on_departures, any_call, hazards_binding
-from regrade.engines.logicals import abstain_where_logicals_are_numbers
+from regrade.engines.libreoffice.logicals import abstain_where_logicals_are_numbers
 from regrade.processes.supervisor import die_with_parent
-from regrade.engines.libreoffice_files import kill_office_processes, office_environment, remove_office_files
-from regrade.engines.libreoffice_rewrites import imported_copy, libreoffice_rewrites
+from regrade.engines.libreoffice.office_files import kill_office_processes, office_environment, remove_office_files
+from regrade.engines.libreoffice.rewrites import imported_copy, libreoffice_rewrites
 from regrade.engines.pipeline import ComputingEngine
 from regrade.engines.readings import unknown_functions
 from regrade.engines.rules import abstention
@@ -56,7 +56,7 @@ from regrade.values import EXCEL_ERROR_CODES, CellRef, CellResult, ExcelError, W
 from regrade.workbook.analysis import WorkbookAnalysis
 
 SYSTEM_PYTHON = "/usr/bin/python3"
-WORKER = Path(__file__).with_name("libreoffice_worker.py")
+WORKER = Path(__file__).with_name("worker.py")
 START_TIMEOUT_S = 90.0
 
 

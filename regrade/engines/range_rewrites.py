@@ -45,7 +45,7 @@
   argument element by element; in a plain formula Excel before 365 takes the one element of
   the formula's own row (implicit intersection), which a cut range may no longer hold. Only
   MAX and MIN of one argument: MAXA and MINA count text and logical values. LibreOffice
-  computes the same cut (:func:`value_keeping_cuts`, :mod:`regrade.engines.libreoffice_rewrites`).
+  computes the same cut (:func:`value_keeping_cuts`, :mod:`regrade.engines.libreoffice.rewrites`).
 - SUMPRODUCT of arrays computed by operators alone (``SUMPRODUCT((Data!I:I=A3)*(Data!Q:Q=L3))``)
   from tall one-column ranges of the same rows: IronCalc took 150 s for 22 of them
   (SpreadsheetBench task 51090). Every row past the last used one gives the same product, that

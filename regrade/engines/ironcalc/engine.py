@@ -2,7 +2,7 @@
 
 IronCalc recomputes every formula on load. AGGREGATE, which it lacks, and the
 functions it gets wrong (SUBTOTAL 110/111, SUBTOTAL where a filter hides rows, XLOOKUP, XMATCH ...) are computed by
-:mod:`regrade.engines.ironcalc_bridge` from arguments IronCalc evaluates. Where it cannot
+:mod:`regrade.engines.ironcalc.bridge` from arguments IronCalc evaluates. Where it cannot
 compute a cell, regrade abstains instead of reporting a wrong value:
 
 - a function IronCalc does not know comes back lower-cased in the formula text
@@ -41,8 +41,9 @@ from regrade.engines.departures import (
     AN_EMPTY_PIECE, TEXT_FORMAT_REJECTED, Departure, abstain_on_departures, formats_a_fraction, hazards_binding,
     ignores_empty, offsets_of_a_computed_array, sized,
 )
-from regrade.engines.ironcalc_bridge import ModelCell, bridge_functions
-from regrade.engines.ironcalc_rewrites import last_row_readers, rewrite_range_arguments
+from regrade.engines.ironcalc.arguments import ModelCell
+from regrade.engines.ironcalc.bridge import bridge_functions
+from regrade.engines.range_rewrites import last_row_readers, rewrite_range_arguments
 from regrade.engines.pipeline import PythonPackageEngine
 from regrade.engines.readings import number_value, unknown_functions
 from regrade.engines.rules import abstention
@@ -173,7 +174,7 @@ def _referenced_cells(model: Any) -> int:
 
 def _work_around_defects(model: Any, names: list[str], analysis: WorkbookAnalysis,
                          arrays: Collection[tuple[int, int, int]]) -> dict[tuple[int, int, int], str]:
-    """Rewrite formulas IronCalc misreads (regrade.workbook.structured, regrade.engines.ironcalc_rewrites;
+    """Rewrite formulas IronCalc misreads (regrade.workbook.structured, regrade.engines.range_rewrites;
     ``arrays``: the array formulas' cells); returns each rewritten cell's original formula. The
     caller evaluates the model again. The structured references are read from the formula
     graph's workbook, loaded once for both."""

@@ -1,6 +1,6 @@
 """LibreOffice helper: runs under Debian's /usr/bin/python3, which has the UNO bridge.
 
-    /usr/bin/python3 engines/libreoffice_worker.py PROFILE_DIR MEMORY_MB [SANDBOX COMMAND ...]
+    /usr/bin/python3 engines/libreoffice/worker.py PROFILE_DIR MEMORY_MB [SANDBOX COMMAND ...]
 
 It starts a headless soffice limited to MEMORY_MB of address space (under SANDBOX COMMAND when given: ``unshare --net
 --map-current-user``, a network namespace with no interface but loopback, which is
@@ -18,7 +18,7 @@ with one JSON line on stdout:
     {"ok": false, "reason": "load-failed", "detail": "..."}
 
 ``kind`` is "empty", "number", "text" or "error". This file imports nothing from
-regrade (it runs in another interpreter) but its neighbour libreoffice_files.
+regrade (it runs in another interpreter) but its neighbour office_files.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from com.sun.star.beans import PropertyValue  # type: ignore[import-not-found]
 from com.sun.star.connection import NoConnectException  # type: ignore[import-not-found]
 from com.sun.star.table import CellAddress  # type: ignore[import-not-found]
 
-from libreoffice_files import accept_pipe, remove_office_files  # this file's folder, not the regrade package
+from office_files import accept_pipe, remove_office_files  # this file's folder, not the regrade package
 
 PROFILE_SETTINGS = """<?xml version="1.0" encoding="UTF-8"?>
 <oor:items xmlns:oor="http://openoffice.org/2001/registry" xmlns:xs="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
