@@ -32,10 +32,10 @@ from regrade.audit.grader import GraderAudit
 from regrade.audit.grader import audit_grader as _audit_grader
 from regrade.engines.base import DEFAULT_TIMEOUT_S
 from regrade.grading.graders import Grader, make_grader
-from regrade.grading.summary import RunSummary, summarise
+from regrade.results.summary import RunSummary, summarise
 from regrade.paired import diff as _diff
 from regrade.paired import tables as paired
-from regrade.results.records import Results
+from regrade.results.records import CaseRecord, Outcome, Results
 from regrade.reporting.content import Report, build_report
 from regrade.reporting.page import write_page
 from regrade.results.outcomes import read_outcomes
@@ -100,7 +100,7 @@ def rescore(dataset: str | Path | None = None, conditions: Mapping[str, str | Pa
 def diff(results: Results | str | Path, by: Literal["summary", "cells", "rules"] = "summary") -> pd.DataFrame:
     """Shallow against full grading, as ``regrade diff``: per condition (``summary``), every
     differing cell with its reason (``cells``), or the engines' abstentions by rule (``rules``)."""
-    records = _records(results, rescored=True)
+    records = _rescored(results)
     if by == "cells":
         return pd.DataFrame(_diff.differing_cells(records), columns=_diff.CELL_COLUMNS)
     if by == "rules":
@@ -122,15 +122,16 @@ def paired_table(outcomes: pd.DataFrame | Results | str | Path, baseline: str = 
     ``.attrs["warnings"]``; ``original_from`` says what the original grading is."""
     if isinstance(outcomes, pd.DataFrame):
         missing = [c for c in ("condition", "task_id") if c not in outcomes.columns]
-        if missing or not ({"passed", "verdict"} & set(outcomes.columns)):
+        if missing or not ({"passed", "verdict", "original_pass"} & set(outcomes.columns)):
             raise paired.PairingError(f"outcomes need condition, task_id and passed (or regrade results); missing "
                                       f"{', '.join(missing) or 'passed'}")
-        records = [{k: _plain(v) for k, v in row.items()} for row in outcomes.to_dict(orient="records")]
+        records = paired.typed([{str(k): _plain(v) for k, v in row.items()}
+                                for row in outcomes.to_dict(orient="records")])
     else:
-        records = _records(outcomes)
+        records = _outcomes(outcomes)
     comparisons = paired.paired_table(records, baseline, ci, alpha, correction, unit, aggregate, test)
     warnings = paired.table_warnings(comparisons, records, baseline, unit)
-    if not any("verdict" in r for r in records):
+    if not any(r.rescored for r in records):
         comparisons = [c for c in comparisons if c.grading == "original"]
     table = pd.DataFrame([c.as_row() for c in comparisons], columns=COLUMNS)
     table.attrs["warnings"] = warnings  # what `regrade table` says on stderr
@@ -185,17 +186,20 @@ def generate_controls(dataset: str | Path, folder: str | Path, tasks: int | None
 
 
 def results_frame(path: str | Path) -> pd.DataFrame:
-    """A regrade results file (or an outcomes file) as a DataFrame, one row per case."""
+    """A regrade results file (or an outcomes file) as a DataFrame, one row per case (an
+    outcomes file's ``passed`` is its ``original_pass``)."""
     _, records = read_outcomes(Path(path))
-    return pd.DataFrame(records)
+    return pd.DataFrame([r.model_dump() for r in records])
 
 
-def _records(results: Results | str | Path, rescored: bool = False) -> list[dict]:
-    """Case records: of :class:`Results`, of a results file (validated), or (unless ``rescored``)
-    of any outcomes file."""
-    if isinstance(results, Results):
-        return results.records()
-    return Results.read(Path(results)).records() if rescored else read_outcomes(Path(results))[1]
+def _rescored(results: Results | str | Path) -> list[CaseRecord]:
+    """The case records of :class:`Results` or of a ``regrade rescore`` results file."""
+    return results.cases if isinstance(results, Results) else Results.read_rescored(Path(results)).cases
+
+
+def _outcomes(results: Results | str | Path) -> list[Outcome]:
+    """The outcomes of :class:`Results`, of a results file or of any outcomes file."""
+    return list(results.cases) if isinstance(results, Results) else read_outcomes(Path(results))[1]
 
 
 def _summary(summary: RunSummary) -> dict:

@@ -31,7 +31,7 @@ def test_a_local_cluster_gives_the_local_pool_s_records_on_the_demo():
     local = rescore_run(cases, SETTINGS, workers=2)
     on_dask = rescore_run(cases, SETTINGS, workers=2, executor="dask")
     assert on_dask == local
-    assert {r["verdict"] for r in on_dask} >= {"artifact", "confirmed-fail", "confirmed-pass", "false-pass"}
+    assert {r.verdict for r in on_dask} >= {"artifact", "confirmed-fail", "confirmed-pass", "false-pass"}
 
 
 def small_shared_cases(count: int) -> list[Case]:
@@ -71,7 +71,7 @@ def test_a_dask_worker_killed_mid_run_loses_no_case():
             LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None, host="127.0.0.1") as cluster, \
             Client(cluster) as client:
         done: list[int] = []
-        records: list[dict] = []
+        records: list = []
         run = threading.Thread(target=lambda: records.extend(rescore_run(
             cases, SETTINGS, workers=2, executor="dask", scheduler=cluster.scheduler_address,
             on_record=lambda index, record, cached: done.append(index))))

@@ -203,7 +203,7 @@ def test_a_pool_run_leaves_no_libreoffice_profile_behind(tmp_path, monkeypatch):
     cases = spreadsheetbench_cases(DEMO / "dataset", {"community": DEMO / "outputs" / "community"})[:4]
     settings = RescoreSettings(policy="spreadsheetbench", shallow="cached", engines=("libreoffice",), timeout_s=60)
     records = rescore_run(cases, settings, workers=2)
-    assert len(records) == 4 and all(r["verdict"] for r in records)
+    assert len(records) == 4 and all(r.verdict for r in records)
     assert private_profiles(tmp_path) == []
 
 

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import openpyxl
 import pytest
+
+from regrade.results.records import CaseRecord
 from click.testing import CliRunner
 
 from regrade.audit.controls import PackError, load_pack
@@ -95,12 +97,15 @@ def test_a_control_regrade_could_not_grade_is_left_out_with_its_reason(tmp_path)
     # the reason says so, not that the values differ
     control = Candidate("t-1.empty-range", "t", 1, "empty-range", tmp_path / "o.xlsx", tmp_path / "a.xlsx",
                         "A1", None, has_formulas=False)
-    record = {"shallow_pass": None, "full_pass": None, "verdict": "invalid-golden", "reasons": ["invalid-golden"]}
+    record = CaseRecord(stack="s", benchmark="b", condition="empty-range", task_id="t", case=1, output_path="o.xlsx",
+                        answer_path="a.xlsx", shallow_pass=None, full_pass=None, verdict="invalid-golden",
+                        reasons=["invalid-golden"])
     assert _left_out(control, record) == "regrade did not decide it (invalid-golden: invalid-golden)"
     # a TODAY() golden no day reproduces: its constants pass the value-only grade, but regrade decides nothing
-    dated = {**record, "shallow_pass": True, "reasons": ["dated-golden"]}
+    dated = record.model_copy(update={"shallow_pass": True, "reasons": ["dated-golden"]})
     assert _left_out(control, dated) == "regrade did not decide it (invalid-golden: dated-golden)"
-    assert _left_out(control, {**record, "shallow_pass": False, "full_pass": False, "verdict": "confirmed-fail"}) is None
+    failed = record.model_copy(update={"shallow_pass": False, "full_pass": False, "verdict": "confirmed-fail"})
+    assert _left_out(control, failed) is None
 
 
 @pytest.mark.slow

@@ -70,8 +70,8 @@ def test_a_large_workbook_reading_many_areas_is_judged_within_its_limit(tmp_path
     started = time.monotonic()
     [record] = rescore_run([case], settings)
     elapsed = time.monotonic() - started
-    assert "timeout" not in record["reasons"], record["message"]
-    assert record["full_pass"] is True, record  # all 800 sums, computed by both engines
+    assert "timeout" not in record.reasons, record.message
+    assert record.full_pass is True, record  # all 800 sums, computed by both engines
     assert elapsed < case_limit_s(settings)  # a limit, not a speed: the case was judged, not cut off
 
 
@@ -89,7 +89,7 @@ def test_work_outside_the_engines_is_cut_at_the_case_limit(tmp_path, monkeypatch
     settings = RescoreSettings("spreadsheetbench", "cached", ("ironcalc",), 1.0)
     started = time.monotonic()
     [record] = rescore_run([case], settings)
-    assert record["verdict"] == "unevaluable" and record["reasons"] == ["timeout"], record
+    assert record.verdict == "unevaluable" and record.reasons == ["timeout"], record
     assert time.monotonic() - started < 30  # cut at the case's limit (4 s), not after the 60 s sleep
 
 

@@ -171,7 +171,7 @@ def test_the_python_api_reads_text_grades_as_the_cli_does(tmp_path):
 def _results(tmp_path: Path, rows: list[tuple[str, str, bool]], provenance: dict | None) -> Path:
     lines = [provenance] if provenance else []
     lines += [{"record": "case", "stack": "s", "benchmark": "b", "condition": c, "task_id": t, "case": 1, "trial": 1,
-               "original_pass": None, "shallow_pass": p, "full_pass": p, "verdict": "confirmed-pass" if p else
+               "output_path": f"{c}/{t}.xlsx", "answer_path": f"{t}.xlsx", "original_pass": None, "shallow_pass": p, "full_pass": p, "verdict": "confirmed-pass" if p else
                "confirmed-fail", "reasons": [], "cells": []} for c, t, p in rows]
     path = tmp_path / "results.jsonl"
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))

@@ -284,6 +284,6 @@ def test_excel_s_own_table_total_is_not_called_wrong_over_binary_rounding(tmp_pa
     case = Case(condition="c", task_id="t", case=1, output_path=answer, answer_path=answer,
                 answer_position="'Functions Hidden'!F45")
     [record] = rescore_run([case], RescoreSettings("spreadsheetbench", "cached", THREE, 60.0, quorum=2))
-    assert record["shallow_pass"] is True  # Excel's cache against itself
-    assert record["verdict"] == "unevaluable", record  # not false-pass: the engines' 17698.495 rounds the other way
-    assert record["reasons"] == ["rounding-boundary"], record
+    assert record.shallow_pass is True  # Excel's cache against itself
+    assert record.verdict == "unevaluable", record  # not false-pass: the engines' 17698.495 rounds the other way
+    assert record.reasons == ["rounding-boundary"], record

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from regrade.paired.tables import PairingError, case_grade, paired_table
+from regrade.paired.tables import PairingError, case_grade, paired_table, typed
 from regrade.paired.stats import mcnemar_exact, newcombe_interval, wald_interval
 
 
@@ -39,9 +39,9 @@ def test_task_passes_only_when_all_cases_pass():
 
 
 def test_original_pass_overrides_the_shallow_grade():
-    assert case_grade(rec("x", "t", True, False, original=False), "original") is False
-    assert case_grade(rec("x", "t", True, None, original=False), "regraded") is False
-    assert case_grade(rec("x", "t", False, True, original=False), "regraded") is True
+    assert case_grade(typed([rec("x", "t", True, False, original=False)])[0], "original") is False
+    assert case_grade(typed([rec("x", "t", True, None, original=False)])[0], "regraded") is False
+    assert case_grade(typed([rec("x", "t", False, True, original=False)])[0], "regraded") is True
 
 
 def test_missing_baseline_is_a_clear_error():
@@ -124,7 +124,7 @@ def test_the_pandas_api_and_an_outcomes_file_from_another_grader(tmp_path):
                         "s,b,none,t1,true\ns,b,none,t2,false\ns,b,none,t3,false\n"
                         "s,b,skill,t1,true\ns,b,skill,t2,1\ns,b,skill,t3,pass\n")
     _, records = read_outcomes(outcomes)
-    table = regrade.paired_table(pd.DataFrame(records), baseline="none", ci="wald")
+    table = regrade.paired_table(pd.DataFrame([r.model_dump() for r in records]), baseline="none", ci="wald")
     assert list(table["grading"]) == ["original"]  # no regrade results: only the grader's own grades
     row = table.iloc[0]
     assert (row["gains"], row["regressions"], row["retained"], row["residual"], row["net"]) == (2, 0, 1, 0, 2)

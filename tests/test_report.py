@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from tests.conftest import DEMO, require_engines
 from regrade.cli import main
+from regrade.results.records import Results
 from regrade.reporting.content import case_anchor
 
 ALL_FULL = ("ironcalc", "libreoffice", "formulon")
@@ -71,11 +72,11 @@ def test_the_page_holds_every_comparison_case_and_drill_down_without_javascript(
     verdicts = sorted(a["data-verdict"] for a in cases)
     assert verdicts == sorted(v for condition in EXPECTED.values() for v in condition.values())
     # every case whose cells differ has its drill-down, with one row per differing cell
-    records = [json.loads(line) for line in results.read_text().splitlines()[1:]]
-    with_cells = [r for r in records if r["cells"]]
+    records = Results.read(results).cases
+    with_cells = [r for r in records if r.cells]
     anchors = {a["id"] for a in rows.having("details", "case")}
     assert anchors == {case_anchor(r) for r in with_cells}
-    assert len(rows.having("tr", "cell")) == sum(len(r["cells"]) for r in with_cells)
+    assert len(rows.having("tr", "cell")) == sum(len(r.cells) for r in with_cells)
 
 
 def test_the_paired_row_shows_the_tables_numbers_for_both_gradings(demo):

@@ -78,9 +78,9 @@ def test_results_and_diff_count_abstentions_by_rule_id(tmp_path):
     case = Case(condition="c", task_id="t", case=1, output_path=rule.probe, answer_path=tmp_path / "golden.xlsx",
                 answer_position="B1")
     [record] = rescore_run([case], RescoreSettings("spreadsheetbench", "cached", ("ironcalc",), 60.0))
-    assert record["verdict"] == "unevaluable"
-    [cell] = record["cells"]
-    assert cell["engines"]["ironcalc"]["rule"] == "ironcalc-computed-name"
+    assert record.verdict == "unevaluable"
+    [cell] = record.cells
+    assert cell.engines["ironcalc"]["rule"] == "ironcalc-computed-name"
     assert abstentions([record]) == [{"rule": "ironcalc-computed-name", "engine": "ironcalc", "cells": 1, "cases": 1}]
 
 

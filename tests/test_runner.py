@@ -34,8 +34,8 @@ def test_a_pool_gives_the_same_records_in_case_order_as_one_process(tmp_path):
     alone = rescore_run(cases, SETTINGS, workers=1)
     pooled = rescore_run(cases, SETTINGS, workers=2)
     assert pooled == alone
-    assert [(r["condition"], r["task_id"], r["case"]) for r in pooled] == [(c.condition, c.task_id, c.case) for c in cases]
-    verdicts = {f"{r['condition']}/{r['output_path'].rsplit('/', 1)[1]}": r["verdict"] for r in pooled}
+    assert [(r.condition, r.task_id, r.case) for r in pooled] == [(c.condition, c.task_id, c.case) for c in cases]
+    verdicts = {f"{r.condition}/{r.output_path.rsplit('/', 1)[1]}": r.verdict for r in pooled}
     assert verdicts == expected_verdicts()
 
 
@@ -70,7 +70,7 @@ def test_a_condition_that_wrote_the_same_files_is_graded_once(tmp_path):
     records = rescore_run(cases + copies, SETTINGS, workers=2, on_record=lambda i, r, cached: seen.append(cached))
     assert seen.count(True) == len(copies) and seen.count(False) == distinct(cases)  # no cache: reused within the run
     originals, again = records[:len(cases)], records[len(cases):]
-    assert [{**r, "condition": "none"} for r in again] == originals
+    assert [r.model_copy(update={"condition": "none"}) for r in again] == originals
     assert originals == rescore_run(cases, SETTINGS)
 
 
@@ -125,9 +125,9 @@ def test_a_worker_that_dies_costs_only_its_own_case(monkeypatch):
     monkeypatch.setattr(job, "grade_or_later", die_on_doomed_output)  # a case's first try
     records = rescore_run(cases, SETTINGS, workers=2)
     monkeypatch.undo()
-    verdicts = [(r["verdict"], r["reasons"]) for r in records]
+    verdicts = [(r.verdict, r.reasons) for r in records]
     assert verdicts[3] == ("unevaluable", ["crashed"])
-    alone = [(r["verdict"], r["reasons"]) for r in rescore_run(cases, SETTINGS)]
+    alone = [(r.verdict, r.reasons) for r in rescore_run(cases, SETTINGS)]
     assert verdicts[:3] + verdicts[4:] == alone[:3] + alone[4:]
 
 
@@ -202,7 +202,7 @@ def test_cases_that_need_no_engine_are_graded_while_the_engines_start(tmp_path):
     finished: list[str] = []
     settings = RescoreSettings("spreadsheetbench", "cached", ("libreoffice",), 60.0)
     records = rescore_run(cases, settings, workers=1, on_record=lambda i, record, cached: finished.append(
-        record["condition"]))
+        record.condition))
     assert finished == ["constants", "formulas"]  # in the order they were done ...
-    assert [r["condition"] for r in records] == ["formulas", "constants"]  # ... and the records in case order
-    assert [r["verdict"] for r in records] == ["artifact", "confirmed-pass"]  # Excel's values, computed or kept
+    assert [r.condition for r in records] == ["formulas", "constants"]  # ... and the records in case order
+    assert [r.verdict for r in records] == ["artifact", "confirmed-pass"]  # Excel's values, computed or kept

@@ -65,6 +65,7 @@ from regrade.audit.labelled import change_for
 from regrade.grading.grade import GoldenError, load_golden
 from regrade.grading.policies import TargetError, get_policy
 from regrade.results.provenance import regrade_version, sha256_file
+from regrade.results.records import CaseRecord
 from regrade.runs.cases import Case, RunError, golden_files, input_file, load_dataset, task_fields
 from regrade.values import CellRef, ExcelError
 from regrade.workbook import cell_xml
@@ -283,13 +284,13 @@ def _holds_formulas(workbook: Path, targets: list[CellRef]) -> bool:
     return any((c := sheets.cell(t)) is not None and cell_xml.has_formula(c) for t in targets)
 
 
-def _left_out(candidate: Candidate, record: dict) -> str | None:
+def _left_out(candidate: Candidate, record: CaseRecord) -> str | None:
     """Why a control is not kept, from regrade's rescore of it (None: it is kept)."""
-    if record["full_pass"] is None:  # an engine abstained, or the golden itself could not be judged
-        reasons = ", ".join(record.get("reasons") or []) or "no reason"
-        return f"regrade did not decide it ({record['verdict']}: {reasons})"
+    if record.full_pass is None:  # an engine abstained, or the golden itself could not be judged
+        reasons = ", ".join(record.reasons) or "no reason"
+        return f"regrade did not decide it ({record.verdict}: {reasons})"
     if not candidate.has_formulas:  # constants: the value-only grade is the truth
-        truth = record["shallow_pass"]
+        truth = record.shallow_pass
         if truth is (candidate.kind == "positive"):
             return None
         return "its values equal the golden's" if truth else "its values do not pass against the golden"
@@ -416,7 +417,7 @@ def _in_sheet(column: str, row: int) -> bool:
 def generate_pack(dataset: Path, folder: Path, settings: RescoreSettings, tasks: int | None = None, seed: int = 0,
                   workers: int = 1, cache: ResultCache | None = None,
                   on_case: Callable[[TestCase], None] | None = None,
-                  on_check: Callable[[int], Callable[[int, dict, bool], None]] | None = None,
+                  on_check: Callable[[int], Callable[[int, CaseRecord, bool], None]] | None = None,
                   executor: str = "local", scheduler: str | None = None) -> GeneratedPack:
     """Generate, check and seal the controls of ``dataset`` in ``folder`` (which must be empty or new).
 

@@ -203,7 +203,7 @@ def _regrade_verdicts(grader: RegradeGrader, controls: list[Control], workers: i
                   answer_position=c.answer_position, answer_sheet=c.answer_sheet) for c in controls]
     records = rescore_run(cases, settings, workers, ResultCache(default_cache_dir()),
                           lambda index, record, cached: told(controls[index]), executor=executor, scheduler=scheduler)
-    return [r["full_pass"] is True for r in records]
+    return [r.full_pass is True for r in records]
 
 
 def audit_table(reports: list[dict]) -> tuple[list[dict], list[str]]:

@@ -23,6 +23,7 @@ from regrade.audit.controls import PACK as CONTROL_PACK
 from regrade.audit.controls import ControlPack, load_pack, select_controls
 from regrade.grading.graders import GRADERS, GraderError, RegradeGrader, make_grader
 from regrade.render.rows import render
+from regrade.results.records import CaseRecord
 from regrade.run import ResultCache, default_cache_dir, rescore_settings
 from regrade.runs.cases import load_dataset
 from regrade.messages import first_few
@@ -216,11 +217,11 @@ def generated_pack(dataset: Path, folder: Path, tasks: int | None, seed: int, wo
     with contextlib.ExitStack() as displays:
         written = displays.enter_context(progress(len(test_cases(dataset, tasks, seed)[0]), "test cases written"))
 
-        def check(count: int) -> Callable[[int, dict, bool], None]:
+        def check(count: int) -> Callable[[int, CaseRecord, bool], None]:
             displays.close()  # the writing is done
             checking = displays.enter_context(progress(count, "controls checked"))
             return lambda index, record, cached: checking.advance(
-                f"{record['condition']} {record['task_id']}-{record['case']}: {record['verdict']}", cached)
+                f"{record.condition} {record.task_id}-{record.case}: {record.verdict}", cached)
 
         made = generate_pack(dataset, folder, settings, tasks, seed, workers, ResultCache(default_cache_dir()),
                              lambda case: written.advance(f"{case.task_id}-{case.case}"), check,

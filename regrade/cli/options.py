@@ -16,7 +16,8 @@ from regrade.run.settings import SHALLOW_ENGINES
 from regrade.runs.cases import Case
 from regrade.runs.load import LoadedRun, load_run
 from regrade.runs.inventory import check_inventory
-from regrade.grading.summary import RunSummary
+from regrade.results.records import CaseRecord
+from regrade.results.summary import RunSummary
 from regrade.render.rows import FORMATS
 from regrade.cli.app import POSITIVE_SECONDS, progress, quiet
 
@@ -147,15 +148,15 @@ def chosen_engines(names: str | None) -> list[str]:
 
 def run_rescore(cases: list[Case], settings: RescoreSettings, workers: int, cache: ResultCache | None, output: Path,
                 command: dict, described_by: list[Path], kept: bool = True, executor: str = "local",
-                scheduler: str | None = None, left_out: dict[str, list[str]] | None = None) -> list[dict]:
+                scheduler: str | None = None, left_out: dict[str, list[str]] | None = None) -> list[CaseRecord]:
     """Rescore with progress, write the results file and return the case records.
     ``kept``: the results file outlives the command (the demo's scratch file does not)."""
     shown = progress(len(cases), "cases")
     try:
         with shown:
             _, records = rescore_to_file(cases, settings, output, workers, cache, lambda index, record, cached:
-                                         shown.advance(f"{record['condition']} task {record['task_id']} case "
-                                                       f"{record['case']}: {record['verdict']}", cached),
+                                         shown.advance(f"{record.condition} task {record.task_id} case "
+                                                       f"{record.case}: {record.verdict}", cached),
                                          command, described_by, executor, scheduler, left_out)
     except KeyboardInterrupt:
         done = f"{shown.done} of {len(cases)} cases were graded"
@@ -167,6 +168,6 @@ def run_rescore(cases: list[Case], settings: RescoreSettings, workers: int, cach
     click.echo(f"wrote {len(records)} cases to {output}" if kept else
                f"graded {len(records)} cases (pass -o FILE to keep the results)", err=True)
     if len(settings.engines) > 1:
-        alone = sum(r.get("decided_by_one", 0) for r in records)
+        alone = sum(r.decided_by_one for r in records)
         click.echo(f"quorum {settings.quorum}: {alone} graded cells were decided by one engine alone", err=True)
     return records

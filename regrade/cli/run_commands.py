@@ -21,7 +21,7 @@ from regrade.render.rows import render
 from regrade.results.files import json_value, write_jsonl
 from regrade.run import ResultCache, default_cache_dir, rescore_settings
 from regrade.runs.cases import Case, spreadsheetbench_cases
-from regrade.grading.summary import summarise, verdict_counts
+from regrade.results.summary import summarise, verdict_counts
 from regrade.cli.app import in_repository, library_errors, main
 from regrade.cli.options import DEFAULT_ENGINES_HELP, check_executor, chosen_engines, chosen_settings, engines_option, executor_options, load_cases, quorum_option, run_options, run_rescore, say_summary, scale_options
 from regrade.cli.table_commands import TABLE_COLUMNS

@@ -13,11 +13,12 @@ from regrade.paired.tables import (
 from regrade.render.paper import ORIGINAL_MEANINGS, PAPER_FORMATS, PAPER_HEADERS, original_from, paper_table
 from regrade.render.rows import FORMATS, TABLE_FORMATS, render
 from regrade.paired.sources import load_outcomes
-from regrade.results.files import read_results, require_rescored, results_warnings
+from regrade.results.files import results_warnings
+from regrade.results.records import Results
 from regrade.paired.stats import CORRECTIONS, INTERVALS, TESTS
 from regrade.reporting.content import build_report
 from regrade.reporting.page import write_page
-from regrade.grading.summary import summarise
+from regrade.results.summary import summarise
 from regrade.cli.app import library_errors, main
 
 
@@ -100,7 +101,7 @@ def table_command(sources, scorer, stack, benchmark, baseline, ci, alpha, correc
     meta, records = loaded.provenance, loaded.records
     for note in loaded.notes:
         click.echo(note, err=True)
-    regraded = any("verdict" in r for r in records)
+    regraded = any(r.rescored for r in records)
     if regraded and len(sources) == 1:
         for warning in results_warnings(Path(sources[0]), meta):
             click.echo(warning, err=True)
@@ -185,8 +186,9 @@ def diff_command(results, show_cells, by_rule, fmt):
     Example:
       regrade diff results.jsonl --cells --format csv > cells.csv
     """
-    provenance_record, records = read_results(results)
-    require_rescored(results, records)
+    read = Results.read_rescored(results)
+    records = read.cases
+    provenance_record = read.provenance.model_dump() if read.provenance is not None else None
     for warning in results_warnings(results, provenance_record):
         click.echo(warning, err=True)
     if show_cells and by_rule:

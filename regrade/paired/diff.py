@@ -15,6 +15,7 @@ from collections import defaultdict
 from typing import Iterable
 
 from regrade.grading.verdicts import ARTIFACT, CONFIRMED_FAIL, ENGINES_DISAGREE, FALSE_PASS, INVALID_GOLDEN, UNEVALUABLE
+from regrade.results.records import CaseRecord
 
 SUMMARY_COLUMNS = ["stack", "benchmark", "condition", "cases", "failures", "formula_failures", "artifact",
                    "genuinely_wrong", "unevaluable", "engines_disagree", "invalid_golden", "false_pass",
@@ -24,12 +25,12 @@ CELL_COLUMNS = ["stack", "benchmark", "condition", "task_id", "case", "cell", "f
 ALL = "(all)"
 
 
-def summary(records: Iterable[dict]) -> list[dict]:
+def summary(records: Iterable[CaseRecord]) -> list[dict]:
     """One row per (stack, benchmark, condition), then one for everything."""
-    groups: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
-    everything: list[dict] = []
+    groups: dict[tuple[str, str, str], list[CaseRecord]] = defaultdict(list)
+    everything: list[CaseRecord] = []
     for record in records:
-        groups[(record["stack"], record["benchmark"], record["condition"])].append(record)
+        groups[(record.stack, record.benchmark, record.condition)].append(record)
         everything.append(record)
     rows = [_row(key, group) for key, group in sorted(groups.items())]
     if len(groups) > 1:
@@ -37,10 +38,10 @@ def summary(records: Iterable[dict]) -> list[dict]:
     return rows
 
 
-def _row(key: tuple[str, str, str], records: list[dict]) -> dict:
-    failures = [r for r in records if r.get("shallow_pass") is False]
-    formula_failures = [r for r in failures if any(c.get("formula") for c in r.get("cells", []))]
-    count = lambda verdict: sum(r["verdict"] == verdict for r in formula_failures)  # noqa: E731
+def _row(key: tuple[str, str, str], records: list[CaseRecord]) -> dict:
+    failures = [r for r in records if r.shallow_pass is False]
+    formula_failures = [r for r in failures if any(c.formula for c in r.cells)]
+    count = lambda verdict: sum(r.verdict == verdict for r in formula_failures)  # noqa: E731
     return {
         "stack": key[0], "benchmark": key[1], "condition": key[2],
         "cases": len(records),
@@ -51,9 +52,9 @@ def _row(key: tuple[str, str, str], records: list[dict]) -> dict:
         "unevaluable": count(UNEVALUABLE),
         "engines_disagree": count(ENGINES_DISAGREE),
         "invalid_golden": count(INVALID_GOLDEN),
-        "false_pass": sum(r["verdict"] == FALSE_PASS for r in records),
-        "decided_by_one": (sum(r["decided_by_one"] for r in records)
-                           if all("decided_by_one" in r for r in records) else None),
+        "false_pass": sum(r.verdict == FALSE_PASS for r in records),
+        "decided_by_one": (sum(r.decided_by_one for r in records)
+                           if all("decided_by_one" in r.model_fields_set for r in records) else None),
     }
 
 
@@ -66,18 +67,18 @@ def sentence(row: dict) -> str:
             + ("" if row["decided_by_one"] is None else f" {row['decided_by_one']} graded cells were decided by one engine alone."))
 
 
-def differing_cells(records: Iterable[dict]) -> list[dict]:
+def differing_cells(records: Iterable[CaseRecord]) -> list[dict]:
     """Every graded cell that either grading failed, with the reason: where the shallow and the
     full grade differ, why; ``wrong-value`` where both failed it."""
     rows = []
     for record in records:
-        for cell in record.get("cells", []):
-            engines = "; ".join(f"{name}={_text(value)}" for name, value in sorted(cell.get("engines", {}).items()))
+        for cell in record.cells:
+            engines = "; ".join(f"{name}={_text(value)}" for name, value in sorted(cell.engines.items()))
             rows.append({
-                "stack": record["stack"], "benchmark": record["benchmark"], "condition": record["condition"],
-                "task_id": record["task_id"], "case": record["case"], "cell": cell["cell"], "formula": cell.get("formula"),
-                "shallow": _text(cell.get("shallow")), "engines": engines or _text(cell.get("full")),
-                "golden": _text(cell.get("golden")), "reason": cell["reason"],
+                "stack": record.stack, "benchmark": record.benchmark, "condition": record.condition,
+                "task_id": record.task_id, "case": record.case, "cell": cell.cell, "formula": cell.formula,
+                "shallow": _text(cell.shallow), "engines": engines or _text(cell.full),
+                "golden": _text(cell.golden), "reason": cell.reason,
             })
     return rows
 
@@ -85,18 +86,18 @@ def differing_cells(records: Iterable[dict]) -> list[dict]:
 ABSTENTION_COLUMNS = ["rule", "engine", "cells", "cases"]
 
 
-def abstentions(records: Iterable[dict]) -> list[dict]:
+def abstentions(records: Iterable[CaseRecord]) -> list[dict]:
     """The engines' abstentions on graded cells, counted by rule id (by reason where no rule
     made one: a timeout, a workbook an engine could not load): cells and cases per rule."""
     cells: dict[tuple[str, str], int] = defaultdict(int)
     cases: dict[tuple[str, str], set[tuple]] = defaultdict(set)
     for record in records:
-        for cell in record.get("cells", []):
-            for engine, value in cell.get("engines", {}).items():
+        for cell in record.cells:
+            for engine, value in cell.engines.items():
                 if isinstance(value, dict) and "cannot_evaluate" in value:
                     key = (value.get("rule") or value["cannot_evaluate"], engine)
                     cells[key] += 1
-                    cases[key].add((record["condition"], record["task_id"], record["case"], record.get("trial")))
+                    cases[key].add((record.condition, record.task_id, record.case, record.trial))
     return [{"rule": rule, "engine": engine, "cells": count, "cases": len(cases[(rule, engine)])}
             for (rule, engine), count in sorted(cells.items(), key=lambda item: (-item[1], item[0]))]
 

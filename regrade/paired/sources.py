@@ -20,13 +20,14 @@ from typing import Sequence
 from regrade.messages import first_few
 from regrade.results.files import ResultsError
 from regrade.results.outcomes import read_outcomes
+from regrade.results.records import Outcome, as_outcomes
 from regrade.runs.inspect_logs import InspectLogError, is_inspect_log, log_files, read_inspect_log
 
 
 @dataclass
 class TableOutcomes:
     provenance: dict | None  # the provenance record of a single regrade results file
-    records: list[dict] = field(default_factory=list)
+    records: list[Outcome] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what a reader must be told (stderr)
 
 
@@ -49,36 +50,35 @@ def load_outcomes(sources: Sequence[str], scorer: str | None = None, stack: str 
             raise ResultsError(f"{path} is named twice ({named[path.resolve()]} and {text}): name each source once")
         named[path.resolve()] = text
         if path.is_dir() or (path.is_file() and is_inspect_log(path)):
-            records, files = _inspect_outcomes(name, path, scorer, combined.notes)
-            refuse_duplicates(records, path, origin, "sample {task_id} epoch {trial} of condition {condition}", "log",
+            samples, files = _inspect_outcomes(name, path, scorer, combined.notes)
+            refuse_duplicates(samples, path, origin, "sample {task_id} epoch {trial} of condition {condition}", "log",
                               files)
-            combined.records += records
+            combined.records += samples
             continue
         if name is not None:
             raise ResultsError(f"{text}: NAME=PATH names the condition of an inspect_ai log, and {path} is not one "
                                "(a results or outcomes file names its own conditions)")
-        provenance, records = read_outcomes(path)
-        refuse_duplicates(records, path, origin, "task {task_id} case {case} trial {trial} of condition {condition}",
+        provenance, outcomes = read_outcomes(path)
+        refuse_duplicates(outcomes, path, origin, "task {task_id} case {case} trial {trial} of condition {condition}",
                            "results or outcomes file")
         provenances.append(provenance)
-        combined.records += records
+        combined.records += outcomes
     combined.provenance = provenances[0] if len(provenances) == 1 and len(sources) == 1 else None
     relabel = {k: v for k, v in (("stack", stack), ("benchmark", benchmark)) if v is not None}
     if relabel:
-        combined.records = [{**record, **relabel} for record in combined.records]
+        combined.records = [record.model_copy(update=relabel) for record in combined.records]
         refuse_duplicates(combined.records, Path("the sources"), {}, "task {task_id} case {case} trial {trial} of "
                           "condition {condition}", "condition under one label")
     return combined
 
 
-def refuse_duplicates(records: list[dict], path: Path, origin: dict[tuple, Path], what: str, kind: str,
+def refuse_duplicates(records: Sequence[Outcome], path: Path, origin: dict[tuple, Path], what: str, kind: str,
                       files: list[Path] | None = None) -> None:
     """A :class:`ResultsError` where a case is given twice (in two sources, or twice in one):
     merging them would change the numbers without a word."""
     for number, record in enumerate(records):
-        fields = {"task_id": record["task_id"], "case": record.get("case") or 1, "trial": record.get("trial") or 1,
-                  "condition": record["condition"]}
-        key = (record.get("stack"), record.get("benchmark"), *fields.values())
+        fields = {"task_id": record.task_id, "case": record.case, "trial": record.trial, "condition": record.condition}
+        key = (record.stack, record.benchmark, *fields.values())
         source = files[number] if files else path  # the log file within a folder of logs
         if key in origin:
             where = f"twice in {source}" if origin[key] == source else f"in two of them ({origin[key]} and {source})"
@@ -95,7 +95,8 @@ def _named(text: str) -> tuple[str | None, Path]:
     return None, Path(text)
 
 
-def _inspect_outcomes(name: str | None, path: Path, scorer: str | None, notes: list[str]) -> tuple[list[dict], list[Path]]:
+def _inspect_outcomes(name: str | None, path: Path, scorer: str | None, notes: list[str]
+                      ) -> tuple[list[Outcome], list[Path]]:
     """The outcomes of a log or a folder of logs, and the log file each came from."""
     files = log_files(path)
     if not files:
@@ -116,4 +117,4 @@ def _inspect_outcomes(name: str | None, path: Path, scorer: str | None, notes: l
                          f"scored) and are left out: {first_few(log.unscored)}")
         records += log.outcomes
         sources += [file] * len(log.outcomes)
-    return records, sources
+    return as_outcomes(records, str(path)), sources

@@ -33,9 +33,11 @@ import itertools
 import re
 from collections import defaultdict
 from dataclasses import asdict, dataclass
+from typing import Any, Mapping, Sequence
 
 from regrade.messages import first_few
-from regrade.results.outcomes import passed_value
+from regrade.results.files import ResultsError
+from regrade.results.records import Outcome, as_outcomes
 from regrade.paired.stats import CORRECTIONS, INTERVALS, TESTS, adjust, mcnemar, mean_interval, newcombe_interval, wald_interval
 
 GRADINGS = ("original", "regraded")
@@ -115,71 +117,74 @@ class Outcomes:
         return sum(rates) / len(rates) if rates else 0.0
 
 
-def case_grade(record: dict, grading: str) -> bool:
-    original = record.get("original_pass")
-    if original is None:
-        original = record.get("passed")  # an outcomes file from another grader
-    original = bool(record.get("shallow_pass")) if original is None else passed_value(original)
+Records = Sequence[Outcome | Mapping[str, Any]]  # typed outcomes, or rows typed at the door (as_outcomes)
+
+
+def typed(records: Records) -> list[Outcome]:
+    """The records as :class:`Outcome` objects; a row that is none is a :class:`PairingError`."""
+    try:
+        return as_outcomes(records)
+    except ResultsError as exc:
+        raise PairingError(str(exc)) from None
+
+
+def case_grade(record: Outcome, grading: str) -> bool:
+    """A case's grade: ``original`` (the run's own, else the value-only grade) or ``regraded``
+    (the full grade where regrade decided one, else the original)."""
+    original = bool(record.grade("original"))
     if grading == "original":
         return original
-    full = record.get("full_pass")
-    return original if full is None else passed_value(full)
+    return original if record.full_pass is None else record.full_pass
 
 
-def _group(record: dict) -> Group:
-    return (str(record.get("stack", "default")), str(record.get("benchmark", "")), str(record["condition"]))
+def _group(record: Outcome) -> Group:
+    return (record.stack, record.benchmark, record.condition)
 
 
-def _unit(record: dict, unit: str) -> str:
-    return str(record["task_id"]) if unit == "task" else f"{record['task_id']}/{record.get('case', 1)}"
+def _unit(record: Outcome, unit: str) -> str:
+    return record.task_id if unit == "task" else f"{record.task_id}/{record.case}"
 
 
-def units_without_output(records: list[dict], unit: str = "task") -> dict[Group, set[str]]:
+def units_without_output(records: Sequence[Outcome], unit: str = "task") -> dict[Group, set[str]]:
     """Per group, the units none of whose cases has an output (reason ``missing-output``)."""
     has_output: dict[Group, dict[str, bool]] = defaultdict(dict)
     for record in records:
         key = _unit(record, unit)
-        missing = MISSING_OUTPUT in (record.get("reasons") or [])
+        missing = MISSING_OUTPUT in record.reasons
         group = has_output[_group(record)]
         group[key] = group.get(key, False) or not missing
     return {g: {u for u, found in units.items() if not found} for g, units in has_output.items()}
 
 
-def original_sources(records: list[dict]) -> dict[Group, set[str]]:
+def original_sources(records: Sequence[Outcome]) -> dict[Group, set[str]]:
     """Per group, where its original grades come from: ``run`` (the run's own: original_pass,
     or passed in an outcomes file) and/or ``value-only`` (regrade's reproduction of the grader)."""
     found: dict[Group, set[str]] = defaultdict(set)
     for record in records:
-        own = record.get("original_pass") is not None or record.get("passed") is not None
-        found[_group(record)].add("run" if own else "value-only")
+        found[_group(record)].add("run" if record.original_pass is not None else "value-only")
     return found
 
 
-def group_outcomes(records: list[dict], grading: str, unit: str = "task", soft: bool = False) -> dict[Group, Outcomes]:
+def group_outcomes(records: Records, grading: str, unit: str = "task", soft: bool = False) -> dict[Group, Outcomes]:
     """Score per unit and trial, per (stack, benchmark, condition)."""
+    outcomes = typed(records)
     if grading not in GRADINGS:
         raise PairingError(f"unknown grading {grading!r}; choose one of {GRADINGS}")
     if unit not in UNITS:
         raise PairingError(f"unknown unit {unit!r}; choose one of {UNITS}")
     cases: dict[Group, dict[int, dict[str, list[bool]]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
-    for number, record in enumerate(records, start=1):
-        missing = [k for k in ("condition", "task_id") if record.get(k) in (None, "")]
+    for number, record in enumerate(outcomes, start=1):
+        missing = [k for k in ("condition", "task_id") if getattr(record, k) == ""]
         if missing:
             raise PairingError(f"record {number} lacks {', '.join(missing)}")
-        group, key = _group(record), _unit(record, unit)
-        try:
-            grade = case_grade(record, grading)
-        except ValueError as exc:
-            raise PairingError(f"record {number} (task {record['task_id']}, condition {record['condition']}): "
-                               f"{exc}") from None
-        cases[group][int(record.get("trial") or 1)][key].append(grade)
+        cases[_group(record)][record.trial][_unit(record, unit)].append(case_grade(record, grading))
     score = (lambda passes: sum(passes) / len(passes)) if soft else (lambda passes: float(all(passes)))
     return {group: Outcomes({trial: {u: score(p) for u, p in units.items()} for trial, units in trials.items()}, soft)
             for group, trials in cases.items()}
 
 
 def paired_table(
-    records: list[dict],
+    records: Records,
     baseline: str = "none",
     ci: str = "newcombe",
     alpha: float = 0.05,
@@ -205,6 +210,7 @@ def paired_table(
         raise PairingError(f"unknown test {test!r}; choose one of {TESTS}")
     if not 0 < alpha < 1:
         raise PairingError(f"alpha must lie between 0 and 1, not {alpha}")
+    records = typed(records)
     rows: list[Comparison] = []
     without_output = units_without_output(records, unit)
     sources = original_sources(records)
@@ -230,7 +236,7 @@ def paired_table(
     return rows
 
 
-def unpaired_units(records: list[dict], baseline: str = "none", unit: str = "task") -> dict[Group, list[str]]:
+def unpaired_units(records: Records, baseline: str = "none", unit: str = "task") -> dict[Group, list[str]]:
     """Per (stack, benchmark, condition), the tasks (or test cases) found in it or in its
     baseline but not in both: left out of the pairs, so out of ``n``."""
     outcomes = group_outcomes(records, "original", unit)
@@ -245,13 +251,14 @@ def unpaired_units(records: list[dict], baseline: str = "none", unit: str = "tas
     return found
 
 
-def table_warnings(comparisons: list[Comparison], records: list[dict], baseline: str = "none",
+def table_warnings(comparisons: list[Comparison], records: Records, baseline: str = "none",
                    unit: str = "task") -> list[str]:
     """What a reader of the table must be told: units in only one condition of a pair (out of
     n), and comparisons most of whose units have no output in either condition (a run over
     part of the benchmark, tabled as if over all of it)."""
     warnings = []
     groups: dict[tuple[str, str], set[str]] = defaultdict(set)
+    records = typed(records)
     for record in records:
         group = _group(record)
         groups[group[:2]].add(group[2])
@@ -350,10 +357,11 @@ def _noise_discordance(base: Outcomes, units: set[str]) -> float | None:
     return sum(shares) / len(shares) if shares else None
 
 
-def changed_transitions(records: list[dict], baseline: str = "none", unit: str = "task",
+def changed_transitions(records: Records, baseline: str = "none", unit: str = "task",
                         aggregate: str = "hard") -> list[dict]:
     """Tasks whose transition against the baseline differs between the original and regraded gradings."""
     soft = aggregate == "soft"
+    records = typed(records)
     before, after = group_outcomes(records, "original", unit, soft), group_outcomes(records, "regraded", unit, soft)
     changes = []
     for (stack, benchmark, condition), treated in sorted(before.items()):

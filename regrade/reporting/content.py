@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from regrade.grading.reasons import meaning
-from regrade.grading.summary import SHOWN_VERDICTS, shown_verdict, summarise
+from regrade.results.summary import SHOWN_VERDICTS, shown_verdict, summarise
 from regrade.paired.sources import refuse_duplicates
 from regrade.paired.tables import changed_transitions, paired_table, table_warnings
-from regrade.results.files import ResultsError, read_results, require_rescored, results_warnings
+from regrade.results.files import ResultsError, results_warnings
+from regrade.results.records import CaseRecord, Results
 
 NOT_JUDGED = ("engines-disagree", "unevaluable", "invalid-golden")
 
@@ -41,7 +42,7 @@ class Report:
     sources: list[Source]
     baseline: str
     alpha: float
-    records: list[dict]
+    records: list[CaseRecord]
     comparisons: list[dict]  # Comparison.as_row(), original then regraded
     changed: list[dict]  # changed_transitions()
     warnings: list[str] = field(default_factory=list)  # about the results files (another version, no provenance)
@@ -50,24 +51,24 @@ class Report:
     @property
     def varying(self) -> list[str]:
         """Of stack and benchmark, those with more than one value: the others are named once, not per row."""
-        return [k for k in ("stack", "benchmark") if len({r[k] for r in self.records}) > 1]
+        return [k for k in ("stack", "benchmark") if len({getattr(r, k) for r in self.records}) > 1]
 
     @property
     def scope(self) -> str:
         """The stack and benchmark every row shares, as "stack / benchmark" (empty when they vary)."""
         shared = [k for k in ("stack", "benchmark") if k not in self.varying]
-        return " / ".join(str(self.records[0][k]) for k in shared) if self.records else ""
+        return " / ".join(str(getattr(self.records[0], k)) for k in shared) if self.records else ""
 
     @property
     def conditions(self) -> list[str]:
-        return sorted({r["condition"] for r in self.records})
+        return sorted({r.condition for r in self.records})
 
     def verdict_counts(self) -> list[dict]:
         """Per (stack, benchmark, condition): cases and the count of each verdict (a missing
         output counted as ``missing-output``, not among the confirmed failures)."""
-        groups: dict[tuple[str, str, str], Counter] = {}
+        groups: dict[tuple[str, str, str], Counter[str]] = {}
         for record in self.records:
-            key = (record["stack"], record["benchmark"], record["condition"])
+            key = (record.stack, record.benchmark, record.condition)
             groups.setdefault(key, Counter())[shown_verdict(record)] += 1
         return [{"stack": s, "benchmark": b, "condition": c, "cases": sum(counts.values()),
                  **{v: counts.get(v, 0) for v in SHOWN_VERDICTS}} for (s, b, c), counts in sorted(groups.items())]
@@ -86,27 +87,26 @@ class Report:
         counts = summarise(self.records).not_judged
         return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
 
-    def not_judged_cases(self) -> list[dict]:
-        return [r for r in self.records if r["verdict"] in NOT_JUDGED or "missing-output" in (r.get("reasons") or [])]
+    def not_judged_cases(self) -> list[CaseRecord]:
+        return [r for r in self.records if r.verdict in NOT_JUDGED or "missing-output" in r.reasons]
 
 
-def case_anchor(record: dict) -> str:
+def case_anchor(record: CaseRecord) -> str:
     """The page anchor of a case's drill-down."""
-    parts = [record["stack"], record["benchmark"], record["condition"], record["task_id"], str(record["case"]),
-             str(record.get("trial") or 1)]
+    parts = [record.stack, record.benchmark, record.condition, record.task_id, str(record.case), str(record.trial)]
     return "case-" + hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:12]
 
 
-def reason_meanings(records: list[dict]) -> dict[str, str]:
+def reason_meanings(records: list[CaseRecord]) -> dict[str, str]:
     """Each verdict and reason id found in the records, with its meaning."""
     ids = set()
     for record in records:
-        ids.add(record["verdict"])
-        ids.update(record.get("reasons") or [])
-        for cell in record.get("cells") or []:
-            if cell.get("reason"):
-                ids.add(cell["reason"])
-            for value in (cell.get("engines") or {}).values():
+        ids.add(record.verdict)
+        ids.update(record.reasons)
+        for cell in record.cells:
+            if cell.reason:
+                ids.add(cell.reason)
+            for value in cell.engines.values():
                 if isinstance(value, dict) and "cannot_evaluate" in value:
                     ids.add(value.get("rule") or value["cannot_evaluate"])
     return {i: meaning(i) for i in sorted(ids)}
@@ -120,11 +120,14 @@ def build_report(paths: list[Path], baseline: str = "none", ci: str = "newcombe"
     twice = [str(p) for p in paths if [q.resolve() for q in paths].count(p.resolve()) > 1]
     if twice:
         raise ResultsError(f"{twice[0]} is named twice: name each results file once")
-    sources, records, warnings = [], [], []
+    sources: list[Source] = []
+    records: list[CaseRecord] = []
+    warnings: list[str] = []
     seen: dict[tuple, Path] = {}
     for path in paths:
-        provenance, found = read_results(path)
-        require_rescored(path, found)
+        read = Results.read_rescored(path)
+        found = read.cases
+        provenance = read.provenance.model_dump() if read.provenance is not None else None
         warnings += results_warnings(path, provenance)
         refuse_duplicates(found, path, seen, "task {task_id} case {case} trial {trial} of condition {condition}",
                           "results file")

@@ -15,9 +15,10 @@ from importlib.resources import files
 from pathlib import Path
 
 from regrade.grading.reasons import TRANSITION_MEANINGS, meaning
-from regrade.grading.summary import SHOWN_VERDICTS, summarise
+from regrade.results.summary import SHOWN_VERDICTS, summarise
 from regrade.render.paper import note
 from regrade.reporting.content import Report, case_anchor, reason_meanings
+from regrade.results.records import CaseRecord
 from regrade.reporting.forest import forest_svg
 from regrade.results.files import atomic_file
 
@@ -57,9 +58,9 @@ def render_page(report: Report, title: str = "regrade report") -> str:
 
 def _summary(report: Report) -> str:
     records = report.records
-    failures = sum(r.get("shallow_pass") is False for r in records)
-    artifacts = sum(r["verdict"] == "artifact" for r in records)
-    false_passes = sum(r["verdict"] == "false-pass" for r in records)
+    failures = sum(r.shallow_pass is False for r in records)
+    artifacts = sum(r.verdict == "artifact" for r in records)
+    false_passes = sum(r.verdict == "false-pass" for r in records)
     not_judged = sum(count for _, count in report.not_judged())
     scope = f"{escape(report.scope)}: " if report.scope else ""
     summary = summarise(records, left_out=report.left_out())
@@ -121,9 +122,9 @@ def _not_judged(report: Report) -> str:
         return _section("not-judged", "What could not be judged", f"<p>Every case was judged.</p>{left_out}")
     listed = "".join(f'<tr><td>{escape(reason)}</td><td class="num">{count}</td></tr>' for reason, count in reasons)
     cases = "".join(
-        f'<tr><td>{escape(r["condition"])}</td><td><a href="#{case_anchor(r)}">{escape(r["task_id"])}/{r["case"]}</a>'
-        f'</td><td>{_verdict(r["verdict"])}</td><td>{escape(", ".join(r.get("reasons") or []))}</td>'
-        f'<td>{escape(r.get("message") or "")}</td></tr>' for r in report.not_judged_cases())
+        f'<tr><td>{escape(r.condition)}</td><td><a href="#{case_anchor(r)}">{escape(r.task_id)}/{r.case}</a>'
+        f'</td><td>{_verdict(r.verdict)}</td><td>{escape(", ".join(r.reasons))}</td>'
+        f'<td>{escape(r.message)}</td></tr>' for r in report.not_judged_cases())
     return _section("not-judged", "What could not be judged",
                     "<table><thead><tr><th>reason</th><th class=\"num\">cases</th></tr></thead>"
                     f"<tbody>{listed}</tbody></table>"
@@ -198,15 +199,15 @@ def _cases(report: Report) -> str:
     index, details = [], []
     for record in report.records:
         anchor = case_anchor(record)
-        reasons = record.get("reasons") or []
-        cells = record.get("cells") or []
+        reasons = record.reasons
+        cells = record.cells
         link = f'<a href="#{anchor}">{len(cells)} cell{"" if len(cells) == 1 else "s"}</a>' if cells else "–"
         index.append(
-            f'<tr data-condition="{escape(record["condition"])}" data-verdict="{escape(record["verdict"])}" '
-            f'data-reason="{escape(" ".join(reasons))}">{_key_cells(report, record)}'
-            f"<td>{escape(record['condition'])}</td><td data-sort=\"{_natural_key(record['task_id'])}\">"
-            f"{escape(record['task_id'])}</td><td class=\"num\">{record['case']}</td>"
-            f'<td class="num">{record.get("trial") or 1}</td><td>{_verdict(record["verdict"])}</td>'
+            f'<tr data-condition="{escape(record.condition)}" data-verdict="{escape(record.verdict)}" '
+            f'data-reason="{escape(" ".join(reasons))}">{_key_cells(report, record.model_dump(include={"stack", "benchmark"}))}'
+            f"<td>{escape(record.condition)}</td><td data-sort=\"{_natural_key(record.task_id)}\">"
+            f"{escape(record.task_id)}</td><td class=\"num\">{record.case}</td>"
+            f'<td class="num">{record.trial}</td><td>{_verdict(record.verdict)}</td>'
             f"<td>{escape(', '.join(reasons))}</td><td>{link}</td></tr>")
         if cells:
             details.append(_drill_down(record, anchor))
@@ -220,18 +221,18 @@ def _cases(report: Report) -> str:
                     f"<tbody>{''.join(index)}</tbody></table></div><h3>Cells per case</h3>{''.join(details)}")
 
 
-def _drill_down(record: dict, anchor: str) -> str:
-    cells = record.get("cells") or []
-    engines = sorted({name for cell in cells for name in (cell.get("engines") or {})})
+def _drill_down(record: CaseRecord, anchor: str) -> str:
+    cells = record.cells
+    engines = sorted({name for cell in cells for name in cell.engines})
     head = "".join(f"<th>{escape(name)}</th>" for name in engines)
     rows = []
     for cell in cells[:MAX_CELLS_SHOWN]:
-        values = cell.get("engines") or {}
-        reason = cell.get("reason") or ""
+        values = cell.engines
+        reason = cell.reason or ""
         rows.append(
-            f'<tr class="cell"><td><code>{escape(cell["cell"])}</code></td>'
-            f'<td class="formula">{escape(cell.get("formula") or "")}</td><td>{_value(cell.get("golden"))}</td>'
-            f"<td>{_value(cell.get('shallow'))}</td>"
+            f'<tr class="cell"><td><code>{escape(cell.cell)}</code></td>'
+            f'<td class="formula">{escape(cell.formula or "")}</td><td>{_value(cell.golden)}</td>'
+            f"<td>{_value(cell.shallow)}</td>"
             + "".join(f"<td>{_value(values.get(name, ''))}</td>" for name in engines)
             + f'<td><code title="{escape(meaning(reason))}">{escape(reason)}</code></td></tr>')
     meanings = reason_meanings([record])
@@ -239,12 +240,12 @@ def _drill_down(record: dict, anchor: str) -> str:
     more = len(cells) - MAX_CELLS_SHOWN
     rest = (f'<p class="note">{more} more cells: <code>regrade diff RESULTS --cells</code> lists them all.</p>'
             if more > 0 else "")
-    title = (f"{escape(record['condition'])} · task {escape(record['task_id'])} case {record['case']}"
-             f"{' trial ' + str(record['trial']) if (record.get('trial') or 1) != 1 else ''} · "
-             f"{_verdict(record['verdict'])} · {escape(record.get('message') or '')}")
+    title = (f"{escape(record.condition)} · task {escape(record.task_id)} case {record.case}"
+             f"{' trial ' + str(record.trial) if record.trial != 1 else ''} · "
+             f"{_verdict(record.verdict)} · {escape(record.message)}")
     return (f'<details class="case" id="{anchor}"><summary>{title}</summary>'
-            f"<p class=\"note\">output <code>{escape(record.get('output_path') or '')}</code>, golden "
-            f"<code>{escape(record.get('answer_path') or '')}</code></p>"
+            f"<p class=\"note\">output <code>{escape(record.output_path)}</code>, golden "
+            f"<code>{escape(record.answer_path)}</code></p>"
             '<div class="wide"><table><thead><tr><th>cell</th><th>formula</th><th>golden</th><th>cached</th>'
             f"{head}<th>reason</th></tr></thead><tbody>{''.join(rows)}</tbody></table></div>{rest}"
             f'<dl class="meaning">{legend}</dl></details>')

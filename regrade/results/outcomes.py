@@ -1,5 +1,5 @@
 """Outcomes: the case records of a regrade results file, or any grader's pass/fail per task (CSV
-or JSON Lines), read into the records the paired tables take."""
+or JSON Lines), read into the typed records the paired tables take (:class:`Outcome`)."""
 
 from __future__ import annotations
 
@@ -7,26 +7,12 @@ import csv
 from pathlib import Path
 
 from regrade.results.files import ResultsError, read_results
-
-PASS_WORDS = {"true": True, "1": True, "pass": True, "yes": True, "false": False, "0": False, "fail": False, "no": False}
-
-
-def passed_value(value: object) -> bool:
-    """A grade as outcome files write it: a boolean, 0 or 1, or (in any case) true/false,
-    pass/fail, yes/no. Anything else is a ValueError: a text is never read as a pass for being non-empty."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, (int, float)) and value in (0, 1):
-        return bool(value)
-    if isinstance(value, str) and value.strip().lower() in PASS_WORDS:
-        return PASS_WORDS[value.strip().lower()]
-    raise ValueError(f"{value!r} is not a pass or a fail (use true/false, 1/0, pass/fail or yes/no)")
-
+from regrade.results.records import Outcome, as_outcomes, passed_value
 
 OUTCOME_COLUMNS = ("stack", "benchmark", "condition", "task_id", "passed")
 
 
-def read_outcomes(path: Path) -> tuple[dict | None, list[dict]]:
+def read_outcomes(path: Path) -> tuple[dict | None, list[Outcome]]:
     """Case records of a regrade results file, or per-task outcomes from any grader.
 
     An outcomes file is CSV or JSON Lines with ``stack, benchmark, condition, task_id,
@@ -37,11 +23,11 @@ def read_outcomes(path: Path) -> tuple[dict | None, list[dict]]:
     if path.suffix.lower() == ".csv":
         with path.open(encoding="utf-8-sig", newline="") as handle:
             rows = list(csv.DictReader(handle))
-        return None, _outcome_rows(path, rows)
+        return None, as_outcomes(_outcome_rows(path, rows), str(path))
     provenance, records = read_results(path)
     if records and all("verdict" in r for r in records):
-        return provenance, records
-    return provenance, _outcome_rows(path, records)
+        return provenance, as_outcomes(records, str(path))
+    return provenance, as_outcomes(_outcome_rows(path, records), str(path))
 
 
 def _outcome_rows(path: Path, rows: list[dict]) -> list[dict]:

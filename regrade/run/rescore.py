@@ -20,6 +20,7 @@ from typing import Callable, Iterable, Sequence
 
 from regrade.results.files import case_fields, write_jsonl
 from regrade.results.provenance import provenance
+from regrade.results.records import CaseRecord
 from regrade.run.cache import ResultCache, cache_key, code_versions, engine_versions
 from regrade.run.job import (
     INTERNAL_ERROR, close_worker_engines, crashed_grading, grade, grade_or_later, open_worker_engines, preload_engines,
@@ -35,11 +36,11 @@ def rescore_run(
     settings: RescoreSettings,
     workers: int = 1,
     cache: ResultCache | None = None,
-    on_record: Callable[[int, dict, bool], None] | None = None,
+    on_record: Callable[[int, CaseRecord, bool], None] | None = None,
     partial: Path | None = None,
     executor: str = "local",
     scheduler: str | None = None,
-) -> list[dict]:
+) -> list[CaseRecord]:
     """Every case's result record, in case order.
 
     Cases whose output and golden are byte-identical to an earlier case's, with the same
@@ -51,18 +52,18 @@ def rescore_run(
     (:mod:`regrade.run.dask_cluster`): a LocalCluster of ``workers`` processes, or the one at ``scheduler``.
     """
     versions = code_versions(settings)
-    records: list[dict | None] = [None] * len(cases)
+    records: list[CaseRecord | None] = [None] * len(cases)
     keys = [cache_key(case, settings, versions) if case.output_path.is_file() else ""
             for case in cases]  # a missing output is graded afresh: its message names its path
     same_as: dict[int, list[int]] = {}  # a case graded now -> the later cases with the same key, which reuse it
     sink = partial.open("a", encoding="utf-8") if partial is not None else None
 
     def record_case(index: int, grading: dict, cached: bool) -> None:
-        record = {**case_fields(cases[index]), **grading}
-        records[index] = record
+        fields = {**case_fields(cases[index]), **grading}
         if sink is not None:
-            sink.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+            sink.write(json.dumps(fields, ensure_ascii=False, default=str) + "\n")
             sink.flush()
+        record = records[index] = CaseRecord.model_validate(fields)
         if on_record is not None:
             on_record(index, record, cached)
 
@@ -116,9 +117,10 @@ def rescore_run(
 
 
 def rescore_to_file(cases: list[Case], settings: RescoreSettings, output: Path, workers: int = 1,
-                    cache: ResultCache | None = None, on_record: Callable[[int, dict, bool], None] | None = None,
+                    cache: ResultCache | None = None, on_record: Callable[[int, CaseRecord, bool], None] | None = None,
                     command: dict | None = None, described_by: Sequence[Path] = (), executor: str = "local",
-                    scheduler: str | None = None, left_out: dict[str, list[str]] | None = None) -> tuple[dict, list[dict]]:
+                    scheduler: str | None = None, left_out: dict[str, list[str]] | None = None
+                    ) -> tuple[dict, list[CaseRecord]]:
     """Rescore and write the results file, provenance first (:mod:`regrade.results.files`); return both.
 
     Records go to a hidden ``.partial`` file beside ``output`` as they finish; ``output`` itself
@@ -139,7 +141,7 @@ def rescore_to_file(cases: list[Case], settings: RescoreSettings, output: Path, 
         inputs,
     )
     record["left_out"] = left_out or {}
-    write_jsonl(output, [record, *records])
+    write_jsonl(output, [record, *(r.as_json() for r in records)])
     partial.unlink(missing_ok=True)
     return record, records
 

@@ -10,30 +10,32 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Sequence
 
 from regrade.grading.verdicts import ARTIFACT, ENGINES_DISAGREE, INVALID_GOLDEN, UNEVALUABLE, VERDICTS
+from regrade.results.records import CaseRecord, Outcome
 from regrade.workbook.screening import HOSTILE_REASONS
 
 MISSING_OUTPUT = "missing-output"
 SHOWN_VERDICTS = (*VERDICTS, MISSING_OUTPUT)  # a missing output is a failure of the run, not a judged one
 
 
-def shown_verdict(record: dict) -> str:
+def shown_verdict(record: Outcome) -> str:
     """The verdict a table shows: ``missing-output`` for a case with no output (its recorded
     verdict is confirmed-fail, so that the paired table counts it as a failure), else the verdict."""
-    return MISSING_OUTPUT if MISSING_OUTPUT in (record.get("reasons") or []) else record["verdict"]
+    return MISSING_OUTPUT if MISSING_OUTPUT in record.reasons else str(record.verdict)
 
 
-def verdict_counts(records: list[dict]) -> list[dict]:
+def verdict_counts(records: Sequence[CaseRecord]) -> list[dict[str, object]]:
     """Cases per shown verdict (:func:`shown_verdict`), every verdict listed."""
     counts = Counter(shown_verdict(r) for r in records)
     return [{"verdict": v, "cases": counts.get(v, 0)} for v in SHOWN_VERDICTS]
 
 
-def broken_outputs(records: list[dict]) -> Counter:
+def broken_outputs(records: Sequence[CaseRecord]) -> Counter[str]:
     """Outputs that are no workbook a spreadsheet program opens (random bytes, a truncated zip,
     an encrypted or renamed .xls file ...), by reason: genuine failures (confirmed-fail), counted."""
-    return Counter(reason for r in records for reason in (r.get("reasons") or []) if reason in HOSTILE_REASONS)
+    return Counter(reason for r in records for reason in r.reasons if reason in HOSTILE_REASONS)
 
 
 @dataclass
@@ -56,19 +58,19 @@ class OwnGrades:
                 f"passed fail in full" + (f", {self.undecided} could not be decided" if self.undecided else "") + ".")
 
 
-def own_grades(records: list[dict]) -> OwnGrades | None:
+def own_grades(records: Sequence[CaseRecord]) -> OwnGrades | None:
     """:class:`OwnGrades` of the records that carry the run's own grade, or None when none does."""
-    trials: dict[tuple, list[dict]] = {}
+    trials: dict[tuple[str, str, str, str, int], list[CaseRecord]] = {}
     for r in records:
-        if r.get("original_pass") is not None:
-            trials.setdefault((r["stack"], r["benchmark"], r["condition"], r["task_id"], r.get("trial", 1)), []).append(r)
+        if r.original_pass is not None:
+            trials.setdefault((r.stack, r.benchmark, r.condition, r.task_id, r.trial), []).append(r)
     if not trials:
         return None
-    result = OwnGrades(graders=sorted({str(r.get("original_grader") or "the run's grades") for t in trials.values() for r in t}))
+    result = OwnGrades(graders=sorted({r.original_grader or "the run's grades" for t in trials.values() for r in t}))
     for cases in trials.values():
-        fulls = [r.get("full_pass") for r in cases]
+        fulls = [r.full_pass for r in cases]
         full = False if any(f is False for f in fulls) else True if all(f is True for f in fulls) else None
-        own = bool(cases[0]["original_pass"])
+        own = bool(cases[0].original_pass)
         result.passed += own
         result.failed += not own
         if full is None:
@@ -84,8 +86,8 @@ class RunSummary:
     cases: int = 0
     value_only_failures: int = 0
     artifacts: int = 0
-    not_judged: Counter = field(default_factory=Counter)  # by reason: missing-output, invalid-golden, unevaluable: <reason>
-    broken: Counter = field(default_factory=Counter)  # outputs no spreadsheet program opens, by reason (confirmed-fail)
+    not_judged: Counter[str] = field(default_factory=Counter)  # by reason: missing-output, invalid-golden, unevaluable: <reason>
+    broken: Counter[str] = field(default_factory=Counter)  # outputs no spreadsheet program opens, by reason (confirmed-fail)
     seconds: float | None = None
     left_out: dict[str, int] = field(default_factory=dict)  # the dataset's tasks not graded, by why (LeftOut)
     conditions: list[str] = field(default_factory=list)  # the run's conditions, in name order
@@ -144,18 +146,18 @@ class RunSummary:
         return lines
 
 
-def summarise(records: list[dict], seconds: float | None = None, left_out: dict[str, list[str]] | None = None) -> RunSummary:
+def summarise(records: Sequence[CaseRecord], seconds: float | None = None, left_out: dict[str, list[str]] | None = None) -> RunSummary:
     """The summary of a run's case records (``left_out``: the dataset's tasks not graded, by why)."""
-    conditions = {r["condition"] for r in records}
+    conditions = {r.condition for r in records}
     summary = RunSummary(cases=len(records), seconds=seconds, broken=broken_outputs(records),
                          left_out={why: len(tasks) for why, tasks in (left_out or {}).items()},
                          conditions=sorted(conditions), own=own_grades(records))
     for record in records:
-        if record.get("shallow_pass") is False:
+        if record.shallow_pass is False:
             summary.value_only_failures += 1
-        verdict = record.get("verdict")
+        verdict = record.verdict
         summary.artifacts += verdict == ARTIFACT
-        reasons = record.get("reasons") or []
+        reasons = record.reasons
         if MISSING_OUTPUT in reasons:
             summary.not_judged[MISSING_OUTPUT] += 1
         elif verdict == INVALID_GOLDEN:
