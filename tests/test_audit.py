@@ -377,3 +377,22 @@ def test_a_recalculation_that_cannot_compute_the_golden_is_reported(tmp_path):
     assert len(found) == 1 and "#NAME?" in found[0].message and "call AGGREGATE" in found[0].message
     libreoffice = audit_benchmark(tmp_path, recalc="libreoffice", workers=1)
     assert [f for f in libreoffice.findings() if f.id == "recalc-unsupported"] == []  # LibreOffice computes 4
+
+
+# ---------------------------------------------------------------- the findings table
+
+def test_every_finding_the_audit_makes_is_a_kind_of_the_table_and_every_kind_is_made():
+    # the ids the benchmark audit's code makes findings of, read from its source, against the
+    # table that gives each its severity (and docs/audits.md its row): none made without a row,
+    # no row for a finding nothing makes
+    import inspect
+    import re
+
+    import regrade.audit.benchmark as benchmark
+    from regrade.audit.findings import BY_ID, finding
+
+    made = set(re.findall(r'finding\(\s*"([a-z-]+)"', inspect.getsource(benchmark)))
+    assert made == set(BY_ID)
+    assert finding("golden-volatile", "t", 1, "m").severity == "warning"
+    with pytest.raises(ValueError, match="unknown finding id 'golden-gone'"):
+        finding("golden-gone", "t", 1, "m")

@@ -3,36 +3,8 @@ publishes a number on it.
 
 For a SpreadsheetBench-layout folder (``dataset.json``, ``spreadsheet/<id>/<n>_<id>_answer.xlsx``
 and ``_input.xlsx``; the Verified naming ``_golden``/``_init`` too) every task and test case
-is checked, and each problem is a :class:`Finding` with a stable id:
-
-=============================  ========  ==================================================
-id                             severity  what it means
-=============================  ========  ==================================================
-golden-missing                 error     a test case's answer file is not there
-golden-unreadable              error     the answer file is not a workbook (corrupt, hostile)
-input-missing                  error     a test case's input file is not there
-golden-fails-itself            error     the answer graded against itself fails the grader
-task-passes-unmodified         error     every input of the task passes as it is: a
-                                         do-nothing agent scores the task
-input-passes                   warning   one input passes as it is
-position-malformed             error     ``answer_position`` cannot be read at all
-position-repaired              warning   it can, after repairs (each named)
-position-ignores-answer-sheet  warning   ``answer_sheet`` names a sheet the position does
-                                         not use (graders read another sheet)
-golden-uncached-formula        error     answer cells hold formulas with no cached value:
-                                         value-only graders read them as empty
-golden-volatile                warning   answer cells depend on TODAY, NOW, RAND...: the
-                                         saved value is of the day the golden was saved
-golden-mostly-empty            warning   under 25% of the answer range is filled
-recalc-unsupported             warning   with ``--recalc``: answer cells whose recalculated
-                                         value is not Excel's cached one (``#NAME?`` for a
-                                         function it lacks, or another value), named with
-                                         the functions their formulas call
-task-audit-crashed             error     the task's audit ended its worker process twice
-                                         (out of memory, a crash in a reader): its files
-                                         were not checked
-unusual-case-count             info      a task with a number of test cases unlike the rest
-=============================  ========  ==================================================
+is checked, and each problem is a :class:`Finding` with a stable id and a severity, one of
+the kinds of :mod:`regrade.audit.findings` (listed in docs/audits.md).
 
 With ``workers`` above one, tasks are audited in case workers (:mod:`regrade.run.pool`):
 a worker that dies costs the task it held, which is tried again alone and reported
@@ -48,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from regrade.audit.findings import SEVERITIES, Finding, finding
 from regrade.run.pool import WorkerJob, grade_in_workers
 from regrade.values import CannotEvaluate
 from regrade.engines.registry import open_engine
@@ -59,18 +32,8 @@ from regrade.runs.positions import PositionError, parse_answer_position
 from regrade.results.provenance import regrade_version
 from regrade.runs.cases import task_fields, golden_files, input_file, load_dataset
 
-SEVERITIES = ("info", "warning", "error")
 MOSTLY_EMPTY = 0.25
 RECALC_ENGINES = ("gnumeric", "libreoffice")
-
-
-@dataclass(frozen=True)
-class Finding:
-    id: str
-    severity: str
-    task_id: str
-    case: int | None
-    message: str
 
 
 @dataclass
@@ -137,7 +100,7 @@ def audit_benchmark(folder: Path, grader: str = "spreadsheetbench-official", rec
     usual = counts.most_common(1)[0][0] if counts else 0
     for task in tasks:
         if task.cases and task.cases != usual:
-            task.findings.append(Finding("unusual-case-count", "info", task.task_id, None,
+            task.findings.append(finding("unusual-case-count", task.task_id, None,
                                          f"{task.cases} test cases; most tasks have {usual}"))
     return BenchmarkAudit(folder.name, identity.name, identity.settings(), recalc, regrade_version(), tasks)
 
@@ -200,8 +163,7 @@ def _audit_answer(folder: Path, record: dict) -> dict:
 
 def _crashed(record: dict) -> TaskAudit:
     task_id = str(record["id"])
-    return TaskAudit(task_id, 0, findings=[Finding(
-        "task-audit-crashed", "error", task_id, None,
+    return TaskAudit(task_id, 0, findings=[finding("task-audit-crashed", task_id, None,
         "the audit of this task ended its worker process twice (out of memory, or a crash in a "
         "reader): its files were not checked")])
 
@@ -213,28 +175,28 @@ def audit_task(folder: Path, record: dict, grader: Any, recalc_engine: Any = Non
     task = TaskAudit(task_id, len(goldens))
     add = task.findings.append
     if not goldens:
-        add(Finding("golden-missing", "error", task_id, None, f"no answer files in spreadsheet/{task_id}/"))
+        add(finding("golden-missing", task_id, None, f"no answer files in spreadsheet/{task_id}/"))
         return task
     add_position_findings(task, position, answer_sheet, goldens[min(goldens)])
     for number, golden_path in goldens.items():
         refused = screen(golden_path).failure
         if refused is not None:
-            add(Finding("golden-unreadable", "error", task_id, number, f"{golden_path.name}: {refused.detail}"))
+            add(finding("golden-unreadable", task_id, number, f"{golden_path.name}: {refused.detail}"))
             continue
         if not grader.passes(golden_path, golden_path, position, answer_sheet):
             task.golden_fails.append(number)
-            add(Finding("golden-fails-itself", "error", task_id, number,
+            add(finding("golden-fails-itself", task_id, number,
                         f"{golden_path.name} graded against itself fails {grader.name}"))
         input_path = input_file(golden_path, task_id, number)
         if input_path is None:
-            add(Finding("input-missing", "error", task_id, number, f"no input file beside {golden_path.name}"))
+            add(finding("input-missing", task_id, number, f"no input file beside {golden_path.name}"))
         elif grader.passes(input_path, golden_path, position, answer_sheet):
             task.input_passes.append(number)
-            add(Finding("input-passes", "warning", task_id, number,
+            add(finding("input-passes", task_id, number,
                         f"the unmodified {input_path.name} passes {grader.name}"))
         add_golden_findings(task, number, golden_path, position, answer_sheet, recalc_engine)
     if task.input_passes and len(task.input_passes) == len(goldens):
-        add(Finding("task-passes-unmodified", "error", task_id, None,
+        add(finding("task-passes-unmodified", task_id, None,
                     f"all {len(goldens)} unmodified inputs pass {grader.name}: a do-nothing agent scores this task"))
     return task
 
@@ -243,17 +205,17 @@ def add_position_findings(task: TaskAudit, position: str, answer_sheet: str | No
     try:
         parsed = parse_answer_position(position)
     except PositionError as exc:
-        task.findings.append(Finding("position-malformed", "error", task.task_id, None, str(exc)))
+        task.findings.append(finding("position-malformed", task.task_id, None, str(exc)))
         return
     if parsed.repairs:
-        task.findings.append(Finding("position-repaired", "warning", task.task_id, None,
+        task.findings.append(finding("position-repaired", task.task_id, None,
                                      f"{position!r} read after repairs: {'; '.join(parsed.repairs)}"))
     wanted = {name.strip().strip("'").casefold() for name in (answer_sheet or "").split(",") if name.strip()}
     if not wanted:
         return
     named = {b.sheet.strip().casefold() for b in parsed.boxes if b.sheet}
     if named and not named & wanted:
-        task.findings.append(Finding("position-ignores-answer-sheet", "warning", task.task_id, None,
+        task.findings.append(finding("position-ignores-answer-sheet", task.task_id, None,
                                      f"answer_sheet is {answer_sheet!r} but {position!r} names "
                                      f"{', '.join(sorted(repr(b.sheet) for b in parsed.boxes if b.sheet))}"))
     elif not named:
@@ -262,7 +224,7 @@ def add_position_findings(task: TaskAudit, position: str, answer_sheet: str | No
         except (GoldenError, IndexError):
             return
         if first.strip().casefold() not in wanted:
-            task.findings.append(Finding("position-ignores-answer-sheet", "warning", task.task_id, None,
+            task.findings.append(finding("position-ignores-answer-sheet", task.task_id, None,
                                          f"{position!r} names no sheet, so graders read the golden's first sheet "
                                          f"{first!r}; answer_sheet says {answer_sheet!r}"))
 
@@ -279,16 +241,16 @@ def add_golden_findings(task: TaskAudit, number: int, path: Path, position: str,
     formulas = [t for t in present if golden.is_formula(t)]
     uncached = [t for t in formulas if golden.value(t) is None]
     if uncached:
-        add(Finding("golden-uncached-formula", "error", task.task_id, number,
+        add(finding("golden-uncached-formula", task.task_id, number,
                     f"{len(uncached)} of {len(formulas)} answer formulas have no cached value, e.g. {uncached[0]}"))
     volatile, _ = golden.unrepeatable(formulas)
     if volatile:
         calls = ", ".join(sorted(set().union(*(golden.volatile_calls(v) for v in volatile))))
-        add(Finding("golden-volatile", "warning", task.task_id, number,
+        add(finding("golden-volatile", task.task_id, number,
                     f"{len(volatile)} answer cells depend on {calls}, e.g. {volatile[0]}"))
     filled = sum(1 for t in present if golden.value(t) not in (None, ""))
     if targets and filled / len(targets) < MOSTLY_EMPTY:
-        add(Finding("golden-mostly-empty", "warning", task.task_id, number,
+        add(finding("golden-mostly-empty", task.task_id, number,
                     f"{filled} of the {len(targets)} answer cells are filled ({filled / len(targets):.0%})"))
     if recalc_engine is not None and formulas:
         add_recalc_findings(task, number, path, golden, formulas, recalc_engine)
@@ -300,7 +262,7 @@ def add_recalc_findings(task: TaskAudit, number: int, path: Path, golden: Any, f
     grader recalculating first fails the golden itself; named with the functions they call."""
     computed = engine.evaluate(path, formulas)
     if computed.failure is not None:
-        task.findings.append(Finding("recalc-unsupported", "warning", task.task_id, number,
+        task.findings.append(finding("recalc-unsupported", task.task_id, number,
                                      f"{engine.name} cannot recalculate {path.name}: {computed.failure.detail}"))
         return
     policy = SpreadsheetBenchPolicy()
@@ -315,7 +277,6 @@ def add_recalc_findings(task: TaskAudit, number: int, path: Path, golden: Any, f
         functions = sorted(golden.functions_in_cone(changed))
         example = computed.cells.get(changed[0])
         shown = str(example) if isinstance(example, CannotEvaluate) else repr(example)
-        task.findings.append(Finding(
-            "recalc-unsupported", "warning", task.task_id, number,
+        task.findings.append(finding("recalc-unsupported", task.task_id, number,
             f"{engine.name} gives {len(changed)} answer cells a value other than Excel's (e.g. {changed[0]}: "
             f"{shown} for {golden.value(changed[0])!r}); their formulas call {', '.join(functions) or 'no function'}"))
