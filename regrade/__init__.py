@@ -1,12 +1,12 @@
 """regrade: tell which spreadsheet-benchmark failures are real.
 
 The library behind the ``regrade`` command, one function per job (:mod:`regrade.api`):
-``regrade.rescore``, ``regrade.diff``, ``regrade.paired_table``, ``regrade.report``, ``regrade.audit_benchmark``,
+``regrade.rescore``, ``regrade.diff``, ``regrade.table``, ``regrade.paired_table``, ``regrade.report``, ``regrade.audit_benchmark``,
 ``regrade.audit_grader``; ``regrade.Results`` is a results file as pydantic models
 (:mod:`regrade.results.records`). ``docs/api.md`` has examples.
 """
 
-__all__ = ["rescore", "diff", "paired_table", "report", "audit_benchmark", "audit_grader", "generate_controls",
+__all__ = ["rescore", "diff", "diff_listing", "table", "paired_table", "report", "audit_benchmark", "audit_grader", "generate_controls",
            "results_frame", "Results", "RescoreResults"]
 
 

@@ -5,6 +5,7 @@
                               output="results.jsonl")
     regrade.diff(results)                        # shallow against full grading, per condition
     regrade.paired_table(results, baseline="none")
+    regrade.table(["results.jsonl", "none=logs/none.eval"])   # several sources: what `regrade table` prints
     regrade.report(results, "report.html")       # one self-contained HTML page to share
     regrade.audit_benchmark("data")              # the benchmark's own data and grader
     regrade.audit_grader("gnumeric-recalc")      # a grader against the sealed control pack
@@ -19,7 +20,7 @@ walks through each.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal, Mapping, Sequence
+from typing import Callable, Literal, Mapping, Sequence
 
 import pandas as pd
 
@@ -35,13 +36,15 @@ from regrade.grading.graders import Grader, make_grader
 from regrade.results.summary import RunSummary, summarise
 from regrade.paired import diff as _diff
 from regrade.paired import tables as paired
-from regrade.results.records import CaseRecord, Outcome, Results
+from regrade.paired.result import PairedTable, pair, pair_sources
+from regrade.results.files import results_warnings
+from regrade.results.records import CaseRecord, Results
 from regrade.reporting.content import Report, build_report
 from regrade.reporting.page import write_page
 from regrade.results.outcomes import read_outcomes
 from regrade.run import ResultCache, default_cache_dir, rescore_run, rescore_settings, rescore_to_file
 from regrade.runs.inventory import ConditionInventory, check_inventory
-from regrade.runs.load import load_run
+from regrade.runs.load import LoadedRun, load_run
 
 COLUMNS = ["stack", "benchmark", "condition", "baseline", "grading", "n", "pass_rate_baseline", "pass_rate_treatment",
            "gains", "regressions", "retained", "residual", "net", "delta", "ci_lower", "ci_upper", "ci_method", "p_value", "test",
@@ -56,6 +59,7 @@ class RescoreResults(Results):
     inventory: list[dict] = []
     left_out: dict[str, list[str]] = {}  # the dataset's tasks not graded, by why
     summary: dict = {}
+    quorum: int = 1  # how many engines had to compute a graded cell (and agree) for it to count
 
 
 def rescore(dataset: str | Path | None = None, conditions: Mapping[str, str | Path] | Sequence[str] = (),
@@ -65,7 +69,9 @@ def rescore(dataset: str | Path | None = None, conditions: Mapping[str, str | Pa
             output: str | Path | None = None, cache: bool = True, cache_dir: str | Path | None = None,
             allow_missing: bool = False, tasks_with_outputs: bool = False, stack: str = "default",
             benchmark: str = "spreadsheetbench", executor: Literal["local", "dask"] = "local",
-            scheduler: str | None = None) -> RescoreResults:
+            scheduler: str | None = None, on_loaded: Callable[[LoadedRun], None] | None = None,
+            on_record: Callable[[int, CaseRecord, bool], None] | None = None,
+            command: Mapping[str, object] | None = None) -> RescoreResults:
     """Grade every case value-only and with the full engines, as ``regrade rescore`` does.
 
     ``conditions`` maps a condition to its output folder (or is a list of ``"NAME=DIR"``); ``runs``
@@ -76,38 +82,63 @@ def rescore(dataset: str | Path | None = None, conditions: Mapping[str, str | Pa
     :class:`regrade.runs.inventory.EmptyCondition` unless ``allow_missing``. ``tasks_with_outputs``
     grades only the tasks some condition has an output for (a run over part of the benchmark);
     the tasks left out, and why, are in ``left_out`` and the provenance.
+
+    ``on_loaded(run)`` is called once the run is loaded, before its inventory is checked (the
+    command says it there); ``on_record(index, record, cached)`` as each case is graded;
+    ``command`` is what the provenance records as the command (default ``api.rescore``).
     """
     run = load_run(_path(dataset), {k: Path(v) for k, v in conditions.items()} if isinstance(conditions, Mapping)
                    else list(conditions), _path(runs), _path(manifest), stack, benchmark, harbor, tasks_with_outputs)
+    if on_loaded is not None:
+        on_loaded(run)
     check_inventory(run.inventories, allow_missing, _path(manifest))
     left_out = run.left_out.to_json()
     settings = rescore_settings(engines, quorum, policy, shallow, timeout_s)
+    made_by = {**(command or {"command": "api.rescore"}), "tasks_with_outputs": tasks_with_outputs}
     store = ResultCache(Path(cache_dir) if cache_dir else default_cache_dir()) if cache else None
     if output is not None:
-        provenance, records = rescore_to_file(run.cases, settings, Path(output), workers, store,
-                                              command={"command": "api.rescore", "tasks_with_outputs": tasks_with_outputs},
-                                              described_by=run.described_by, executor=executor, scheduler=scheduler,
-                                              left_out=left_out)
+        provenance, records = rescore_to_file(run.cases, settings, Path(output), workers, store, on_record,
+                                              command=made_by, described_by=run.described_by, executor=executor,
+                                              scheduler=scheduler, left_out=left_out)
     else:
-        provenance, records = None, rescore_run(run.cases, settings, workers, store, executor=executor,
+        provenance, records = None, rescore_run(run.cases, settings, workers, store, on_record, executor=executor,
                                                 scheduler=scheduler)
     results = Results.from_records(provenance, records)
     return RescoreResults(provenance=results.provenance, cases=results.cases,
-                          inventory=[i.to_json() for i in run.inventories], left_out=left_out,
+                          inventory=[i.to_json() for i in run.inventories], left_out=left_out, quorum=settings.quorum,
                           summary=_summary(summarise(records, left_out=left_out)))
 
 
 def diff(results: Results | str | Path, by: Literal["summary", "cells", "rules"] = "summary") -> pd.DataFrame:
     """Shallow against full grading, as ``regrade diff``: per condition (``summary``), every
     differing cell with its reason (``cells``), or the engines' abstentions by rule (``rules``)."""
-    records = _rescored(results)
-    if by == "cells":
-        return pd.DataFrame(_diff.differing_cells(records), columns=_diff.CELL_COLUMNS)
-    if by == "rules":
-        return pd.DataFrame(_diff.abstentions(records), columns=_diff.ABSTENTION_COLUMNS)
-    if by != "summary":
-        raise ValueError(f"by is summary, cells or rules, not {by!r}")
-    return pd.DataFrame(_diff.summary(records), columns=_diff.SUMMARY_COLUMNS)
+    found = diff_listing(results, by)
+    return pd.DataFrame(found.rows, columns=found.columns)
+
+
+def diff_listing(results: Results | str | Path, by: Literal["summary", "cells", "rules"] = "summary"
+                 ) -> _diff.DiffListing:
+    """:func:`diff` as data: the listing's rows and columns, the results file's provenance and
+    what a reader should know of it (another version, no provenance), as ``regrade diff`` says."""
+    if isinstance(results, Results):
+        read, warnings = results, []
+    else:
+        read = Results.read_rescored(Path(results))
+        provenance = read.provenance.model_dump() if read.provenance is not None else None
+        warnings = results_warnings(Path(results), provenance)
+    rows, columns = _diff.listing(read.cases, by)
+    made = read.provenance.model_dump() if read.provenance is not None else None
+    return _diff.DiffListing(by, rows, columns, made, warnings)
+
+
+def table(sources: Sequence[str | Path], baseline: str = "none", ci: str = "newcombe", alpha: float = 0.05,
+          correction: str = "bonferroni", unit: str = "task", aggregate: str = "hard", test: str = "exact",
+          scorer: str | None = None, stack: str | None = None, benchmark: str | None = None) -> PairedTable:
+    """The paired table of results files, outcomes files and ``NAME=LOG`` inspect_ai logs taken
+    together, as ``regrade table`` prints it: its ``comparisons``, ``rows()``, ``warnings`` (what
+    the command says on stderr), ``changed`` transitions and ``totals()``. ``stack`` and
+    ``benchmark`` label every outcome, so runs of different agents, models or task names pair."""
+    return pair_sources(sources, baseline, ci, alpha, correction, unit, aggregate, test, scorer, stack, benchmark)
 
 
 def paired_table(outcomes: pd.DataFrame | Results | str | Path, baseline: str = "none", ci: str = "newcombe",
@@ -119,23 +150,22 @@ def paired_table(outcomes: pd.DataFrame | Results | str | Path, baseline: str = 
     trial]) or of regrade results; :class:`Results`; or the path of a results or outcomes file.
     ``passed`` takes booleans, 0/1 or true/false, pass/fail, yes/no; anything else is an error.
     What ``regrade table`` warns of (unpaired tasks, tasks without any output) is in
-    ``.attrs["warnings"]``; ``original_from`` says what the original grading is."""
+    ``.attrs["warnings"]``; ``original_from`` says what the original grading is. For several
+    sources, inspect_ai logs and the notes of each, see :func:`table`."""
     if isinstance(outcomes, pd.DataFrame):
         missing = [c for c in ("condition", "task_id") if c not in outcomes.columns]
         if missing or not ({"passed", "verdict", "original_pass"} & set(outcomes.columns)):
             raise paired.PairingError(f"outcomes need condition, task_id and passed (or regrade results); missing "
                                       f"{', '.join(missing) or 'passed'}")
-        records = paired.typed([{str(k): _plain(v) for k, v in row.items()}
-                                for row in outcomes.to_dict(orient="records")])
+        made = pair([{str(k): _plain(v) for k, v in row.items()} for row in outcomes.to_dict(orient="records")],
+                    baseline, ci, alpha, correction, unit, aggregate, test)
+    elif isinstance(outcomes, Results):
+        made = pair(outcomes.cases, baseline, ci, alpha, correction, unit, aggregate, test)
     else:
-        records = _outcomes(outcomes)
-    comparisons = paired.paired_table(records, baseline, ci, alpha, correction, unit, aggregate, test)
-    warnings = paired.table_warnings(comparisons, records, baseline, unit)
-    if not any(r.rescored for r in records):
-        comparisons = [c for c in comparisons if c.grading == "original"]
-    table = pd.DataFrame([c.as_row() for c in comparisons], columns=COLUMNS)
-    table.attrs["warnings"] = warnings  # what `regrade table` says on stderr
-    return table
+        made = pair_sources([outcomes], baseline, ci, alpha, correction, unit, aggregate, test)
+    frame = pd.DataFrame(made.rows(), columns=COLUMNS)
+    frame.attrs["warnings"] = made.warnings  # what `regrade table` says on stderr
+    return frame
 
 
 def report(results: Results | str | Path | Sequence[str | Path], output: str | Path, baseline: str = "none",
@@ -192,16 +222,6 @@ def results_frame(path: str | Path) -> pd.DataFrame:
     return pd.DataFrame([r.model_dump() for r in records])
 
 
-def _rescored(results: Results | str | Path) -> list[CaseRecord]:
-    """The case records of :class:`Results` or of a ``regrade rescore`` results file."""
-    return results.cases if isinstance(results, Results) else Results.read_rescored(Path(results)).cases
-
-
-def _outcomes(results: Results | str | Path) -> list[Outcome]:
-    """The outcomes of :class:`Results`, of a results file or of any outcomes file."""
-    return list(results.cases) if isinstance(results, Results) else read_outcomes(Path(results))[1]
-
-
 def _summary(summary: RunSummary) -> dict:
     return {"cases": summary.cases, "value_only_failures": summary.value_only_failures,
             "artifacts": summary.artifacts, "not_judged": dict(summary.not_judged),
@@ -220,5 +240,5 @@ def _plain(value: object) -> object:
     return value.item() if hasattr(value, "item") else value
 
 
-__all__ = ["rescore", "diff", "paired_table", "audit_benchmark", "audit_grader", "results_frame", "Results",
-           "RescoreResults", "ConditionInventory"]
+__all__ = ["rescore", "diff", "diff_listing", "table", "paired_table", "report", "audit_benchmark", "audit_grader",
+           "generate_controls", "results_frame", "Results", "RescoreResults", "ConditionInventory", "PairedTable"]

@@ -11,13 +11,13 @@ import click
 from regrade.engines.base import DEFAULT_TIMEOUT_S
 from regrade.engines.registry import FULL_ENGINES, default_full_engines, get_engine
 from regrade.grading.policies import POLICIES
-from regrade.run import RescoreSettings, ResultCache, SettingsError, default_cache_dir, rescore_settings, rescore_to_file
+from regrade.run import RescoreSettings, SettingsError, default_cache_dir, rescore_settings
 from regrade.run.settings import SHALLOW_ENGINES
-from regrade.runs.cases import Case
 from regrade.runs.load import LoadedRun, load_run
 from regrade.runs.inventory import check_inventory
 from regrade.results.records import CaseRecord
 from regrade.results.summary import RunSummary
+from regrade.render.progress import Progress
 from regrade.render.rows import FORMATS
 from regrade.cli.app import POSITIVE_SECONDS, progress, quiet
 
@@ -48,6 +48,13 @@ def load_cases(dataset: Path | None, conditions: tuple[str, ...], harbor_jobs: t
     """The run's cases, after its inventory is said on stderr (:mod:`regrade.runs.inventory`):
     with -q only the lines that report something wrong."""
     run = load_run(dataset, conditions, runs_dir, manifest, stack, benchmark, harbor_jobs, tasks_with_outputs)
+    say_inventory(run, dataset)
+    check_inventory(run.inventories, allow_missing, manifest)
+    return run
+
+
+def say_inventory(run: LoadedRun, dataset: Path | None) -> None:
+    """Each condition's outputs found and missing, what the run's loading noticed and left out."""
     for inventory in run.inventories:
         if not quiet() or not inventory.complete:
             click.echo(inventory.message(), err=True)
@@ -55,10 +62,50 @@ def load_cases(dataset: Path | None, conditions: tuple[str, ...], harbor_jobs: t
         click.echo(line, err=True)
     if (warning := run.most_outputs_missing()) is not None:
         click.echo(warning, err=True)
-    check_inventory(run.inventories, allow_missing, manifest)
-    return run
 
 
+class RescoreDisplay:
+    """What ``regrade rescore`` and ``regrade demo`` say while :func:`regrade.api.rescore` loads and
+    grades a run: the inventory once it is loaded, then a line (or a bar) per case; after a
+    Ctrl-C, how much was graded and whether the cache keeps it. A context manager."""
+
+    def __init__(self, dataset: Path | None, cached: bool, inventory: bool = True):
+        self.dataset, self.cached, self.inventory = dataset, cached, inventory
+        self.total = 0
+        self._shown: Progress | None = None
+
+    def loaded(self, run: LoadedRun) -> None:
+        if self.inventory:
+            say_inventory(run, self.dataset)
+        self.total = len(run.cases)
+
+    def record(self, index: int, record: CaseRecord, cached: bool) -> None:
+        if self._shown is None:
+            self._shown = progress(self.total, "cases").__enter__()
+        self._shown.advance(f"{record.condition} task {record.task_id} case {record.case}: {record.verdict}", cached)
+
+    def __enter__(self) -> RescoreDisplay:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, trace: object) -> None:
+        if self._shown is not None:
+            self._shown.__exit__(None, None, None)
+        if kind is KeyboardInterrupt:
+            done = f"{self._shown.done if self._shown else 0} of {self.total} cases were graded"
+            click.echo(f"\n{done} and saved in the results cache; the same command resumes from there" if self.cached
+                       else f"\n{done}; with --no-cache none is kept, so the same command starts over", err=True)
+
+
+def say_written(records: list[CaseRecord], output: Path, quorum: int, engines: int, kept: bool = True) -> None:
+    """Where the results went (``kept``: the file outlives the command), and the graded cells one
+    engine decided alone."""
+    if quiet():
+        return
+    click.echo(f"wrote {len(records)} cases to {output}" if kept else
+               f"graded {len(records)} cases (pass -o FILE to keep the results)", err=True)
+    if engines > 1:
+        alone = sum(r.decided_by_one for r in records)
+        click.echo(f"quorum {quorum}: {alone} graded cells were decided by one engine alone", err=True)
 
 
 def scale_options(command: Callable) -> Callable:
@@ -144,30 +191,3 @@ def chosen_engines(names: str | None) -> list[str]:
         if reason:
             raise click.ClickException(f"engine {name} is not available here: {reason}")
     return chosen
-
-
-def run_rescore(cases: list[Case], settings: RescoreSettings, workers: int, cache: ResultCache | None, output: Path,
-                command: dict, described_by: list[Path], kept: bool = True, executor: str = "local",
-                scheduler: str | None = None, left_out: dict[str, list[str]] | None = None) -> list[CaseRecord]:
-    """Rescore with progress, write the results file and return the case records.
-    ``kept``: the results file outlives the command (the demo's scratch file does not)."""
-    shown = progress(len(cases), "cases")
-    try:
-        with shown:
-            _, records = rescore_to_file(cases, settings, output, workers, cache, lambda index, record, cached:
-                                         shown.advance(f"{record.condition} task {record.task_id} case "
-                                                       f"{record.case}: {record.verdict}", cached),
-                                         command, described_by, executor, scheduler, left_out)
-    except KeyboardInterrupt:
-        done = f"{shown.done} of {len(cases)} cases were graded"
-        click.echo(f"\n{done} and saved in the results cache; the same command resumes from there" if cache is not None
-                   else f"\n{done}; with --no-cache none is kept, so the same command starts over", err=True)
-        raise
-    if quiet():
-        return records
-    click.echo(f"wrote {len(records)} cases to {output}" if kept else
-               f"graded {len(records)} cases (pass -o FILE to keep the results)", err=True)
-    if len(settings.engines) > 1:
-        alone = sum(r.decided_by_one for r in records)
-        click.echo(f"quorum {settings.quorum}: {alone} graded cells were decided by one engine alone", err=True)
-    return records

@@ -14,16 +14,18 @@ from regrade.engines.registry import ENGINES, FULL_ENGINES, open_engine
 from regrade import demo as demo_run
 from regrade.grading.policies import get_policy
 from regrade.grading.grade import grade_case
-from regrade.paired.tables import (
-    paired_table,
-)
+from regrade import api
+from regrade.paired.result import pair
 from regrade.render.rows import render
 from regrade.results.files import json_value, write_jsonl
-from regrade.run import ResultCache, default_cache_dir, rescore_settings
-from regrade.runs.cases import Case, spreadsheetbench_cases
+from regrade.run import SettingsError
+from regrade.runs.cases import Case
 from regrade.results.summary import summarise, verdict_counts
 from regrade.cli.app import in_repository, library_errors, main
-from regrade.cli.options import DEFAULT_ENGINES_HELP, check_executor, chosen_engines, chosen_settings, engines_option, executor_options, load_cases, quorum_option, run_options, run_rescore, say_summary, scale_options
+from regrade.cli.options import (
+    DEFAULT_ENGINES_HELP, RescoreDisplay, check_executor, chosen_engines, engines_option, executor_options, load_cases,
+    quorum_option, run_options, say_summary, say_written, scale_options,
+)
 from regrade.cli.table_commands import TABLE_COLUMNS
 
 
@@ -130,19 +132,23 @@ def rescore_command(dataset, conditions, harbor_jobs, runs_dir, allow_missing, t
       regrade rescore --dataset DATA --condition none=OUT_NONE \\
           --condition skills=OUT_SKILLS -o results.jsonl
     """
-    run = load_cases(dataset, conditions, harbor_jobs, runs_dir, stack, benchmark, manifest, allow_missing,
-                     tasks_with_outputs)
     engines = chosen_engines(engine_names)
-    settings = chosen_settings(engines, quorum, policy, shallow, timeout)
-    started = time.monotonic()
     check_executor(executor, scheduler)
-    left_out = run.left_out.to_json()
-    records = run_rescore(run.cases, settings, workers,
-                          None if no_cache else ResultCache(cache_dir or default_cache_dir()),
-                          output, {"command": "rescore", "tasks_with_outputs": tasks_with_outputs}, run.described_by,
-                          executor=executor, scheduler=scheduler, left_out=left_out)
+    started = time.monotonic()
+    with RescoreDisplay(dataset, cached=not no_cache) as display:
+        try:
+            results = api.rescore(dataset, conditions, runs_dir, manifest, harbor=harbor_jobs, engines=engines,
+                                  quorum=quorum, policy=policy, shallow=shallow, timeout_s=timeout, workers=workers,
+                                  output=output, cache=not no_cache, cache_dir=cache_dir, allow_missing=allow_missing,
+                                  tasks_with_outputs=tasks_with_outputs, stack=stack, benchmark=benchmark,
+                                  executor=executor, scheduler=scheduler, on_loaded=display.loaded,
+                                  on_record=display.record, command={"command": "rescore"})
+        except SettingsError as exc:
+            raise click.BadParameter(str(exc), param_hint="--quorum") from None
+    records = results.cases
+    say_written(records, output, results.quorum, len(engines))
     click.echo(render(["verdict", "cases"], verdict_counts(records), "table"))
-    say_summary(summarise(records, time.monotonic() - started, left_out), output)
+    say_summary(summarise(records, time.monotonic() - started, results.left_out), output)
 
 
 
@@ -166,16 +172,17 @@ def demo_command(run_dir, output, engine_names):
       regrade demo
     """
     conditions = demo_run.conditions(run_dir)
-    cases = spreadsheetbench_cases(run_dir / "dataset", conditions, stack="demo-agent", benchmark="spreadsheetbench")
     engines = chosen_engines(engine_names)
-    settings = rescore_settings(engines)
-    with tempfile.TemporaryDirectory() as scratch:
+    with tempfile.TemporaryDirectory() as scratch, RescoreDisplay(None, cached=False, inventory=False) as display:
         target = output or Path(scratch) / "results.jsonl"
-        records = run_rescore(cases, settings, os.cpu_count() or 1, None, target, {"command": "demo"},
-                              [run_dir / "dataset" / "dataset.json"], kept=output is not None)
+        results = api.rescore(run_dir / "dataset", conditions, engines=engines, workers=os.cpu_count() or 1,
+                              output=target, cache=False, stack="demo-agent", on_loaded=display.loaded,
+                              on_record=display.record, command={"command": "demo"})
+    records = results.cases
+    say_written(records, target, results.quorum, len(engines), kept=output is not None)
     click.echo(render(["verdict", "cases"], verdict_counts(records), "table"))
     click.echo("")
-    rows = [c.as_row() for c in paired_table(records, "none")]
+    rows = [c.as_row() for c in pair(records, "none").comparisons]
     click.echo(render(TABLE_COLUMNS, rows, "table"))
     click.echo("")
     click.echo(summarise(records).headline + ".")

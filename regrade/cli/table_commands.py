@@ -6,18 +6,12 @@ from pathlib import Path
 
 import click
 
+from regrade import api
 from regrade.paired import diff
-from regrade.paired.tables import (
-    AGGREGATES, UNITS, aggregate, changed_transitions, count_changes, paired_table, table_warnings,
-)
+from regrade.paired.tables import AGGREGATES, UNITS
 from regrade.render.paper import ORIGINAL_MEANINGS, PAPER_FORMATS, PAPER_HEADERS, original_from, paper_table
 from regrade.render.rows import FORMATS, TABLE_FORMATS, render
-from regrade.paired.sources import load_outcomes
-from regrade.results.files import results_warnings
-from regrade.results.records import Results
 from regrade.paired.stats import CORRECTIONS, INTERVALS, TESTS
-from regrade.reporting.content import build_report
-from regrade.reporting.page import write_page
 from regrade.results.summary import summarise
 from regrade.cli.app import library_errors, main
 
@@ -97,30 +91,15 @@ def table_command(sources, scorer, stack, benchmark, baseline, ci, alpha, correc
     if percent and not paper:
         raise click.UsageError(f"--percent typesets latex and markdown; --format {fmt} keeps fractions")
     columns = chosen_columns(column_names, paper) or (FULL_TABLE_COLUMNS if fmt in ("json", "csv") else TABLE_COLUMNS)
-    loaded = load_outcomes(sources, scorer, stack, benchmark)
-    meta, records = loaded.provenance, loaded.records
-    for note in loaded.notes:
-        click.echo(note, err=True)
-    regraded = any(r.rescored for r in records)
-    if regraded and len(sources) == 1:
-        for warning in results_warnings(Path(sources[0]), meta):
-            click.echo(warning, err=True)
-    comparisons = paired_table(records, baseline, ci, alpha, correction, unit, scoring, test)
-    for warning in table_warnings(comparisons, records, baseline, unit):
+    table = api.table(sources, baseline, ci, alpha, correction, unit, scoring, test, scorer, stack, benchmark)
+    for warning in table.warnings:
         click.echo(warning, err=True)
-    if not regraded:
-        comparisons = [c for c in comparisons if c.grading == "original"]
-    if not comparisons:
-        click.echo(f"no condition was paired with {baseline}: the table is empty (see the warning above)", err=True)
-    rows = [c.as_row() for c in comparisons]
+    comparisons, rows = table.comparisons, table.rows()
     if paper:
         click.echo(paper_table(rows, fmt, alpha, percent, chosen_columns(column_names, paper), unit))
         return
     if fmt == "json":
-        changes = changed_transitions(records, baseline, unit, scoring) if regraded else []
-        click.echo(render(columns, rows, fmt, {"provenance": meta, "baseline": baseline,
-                                               "aggregate": aggregate(comparisons), "count_changes": count_changes(comparisons),
-                                               "changed_transitions": changes}))
+        click.echo(render(columns, rows, fmt, table.as_json()))
         return
     click.echo(render(columns, rows, fmt))
     if fmt != "table":
@@ -131,18 +110,17 @@ def table_command(sources, scorer, stack, benchmark, baseline, ci, alpha, correc
                    f"a family of {comparisons[0].family_size} comparisons per grading; interval: "
                    f"{comparisons[0].ci_method}, {100 * (1 - alpha):g}%")
         click.echo(f"gradings: original is {ORIGINAL_MEANINGS[original_from(rows)]}"
-                   + ("; regraded is recomputed by full engines where they could decide" if regraded else ""))
-    for grading, total in aggregate(comparisons).items():
+                   + ("; regraded is recomputed by full engines where they could decide" if table.regraded else ""))
+    for grading, total in table.totals().items():
         if total["gains"] or total["regressions"] or grading == "original":
             offset = "-" if total["share_offset"] is None else f"{100 * total['share_offset']:.0f}%"
             click.echo(f"{grading}: {total['gains']} gains, {total['regressions']} regressions, {offset} of gains offset")
-    if regraded:
-        for change in count_changes(comparisons):
+    if table.regraded:
+        for change in table.count_changes():
             counts = ", ".join(f"{k} {change[k]:+d}" for k in ("gains", "regressions", "retained", "residual", "net"))
             click.echo(f"regrading changed {change['condition']}: {counts}")
-        changes = changed_transitions(records, baseline, unit, scoring)
-        click.echo(f"{len(changes)} tasks changed transition when regraded" + (":" if changes else "."))
-        for change in changes:
+        click.echo(f"{len(table.changed)} tasks changed transition when regraded" + (":" if table.changed else "."))
+        for change in table.changed:
             click.echo(f"  {change['condition']} task {change['task_id']}: {change['original']} -> {change['regraded']}")
 
 
@@ -186,21 +164,14 @@ def diff_command(results, show_cells, by_rule, fmt):
     Example:
       regrade diff results.jsonl --cells --format csv > cells.csv
     """
-    read = Results.read_rescored(results)
-    records = read.cases
-    provenance_record = read.provenance.model_dump() if read.provenance is not None else None
-    for warning in results_warnings(results, provenance_record):
-        click.echo(warning, err=True)
     if show_cells and by_rule:
         raise click.UsageError("--cells and --rules are two different listings: choose one")
-    if by_rule:
-        rows, columns = diff.abstentions(records), diff.ABSTENTION_COLUMNS
-    elif show_cells:
-        rows, columns = diff.differing_cells(records), diff.CELL_COLUMNS
-    else:
-        rows, columns = diff.summary(records), diff.SUMMARY_COLUMNS
-    meta = {"provenance": provenance_record} if fmt == "json" and provenance_record else None
-    click.echo(render(columns, rows, fmt, meta))
+    listing = api.diff_listing(results, "rules" if by_rule else "cells" if show_cells else "summary")
+    for warning in listing.warnings:
+        click.echo(warning, err=True)
+    rows = listing.rows
+    meta = {"provenance": listing.provenance} if fmt == "json" and listing.provenance else None
+    click.echo(render(listing.columns, rows, fmt, meta))
     if fmt == "table" and not show_cells and not by_rule:
         click.echo("")
         for row in rows:
@@ -238,10 +209,10 @@ def report_command(results, output, baseline, ci, alpha, correction, test, title
       regrade report results.jsonl -o report.html
       regrade report none.jsonl skills.jsonl --baseline none --test mid-p -o report.html
     """
-    report = build_report(list(results), baseline, ci, alpha, correction, test)
+    report = api.report(list(results), output, baseline, ci, alpha, correction, test, title)
     for warning in [*report.warnings, *report.pairing_warnings]:
         click.echo(warning, err=True)
-    size = write_page(report, output, title)
+    size = output.stat().st_size
     for line in summarise(report.records, left_out=report.left_out()).warnings():
         click.echo(line, err=True)
     click.echo(f"wrote {output} ({size / 1024:.0f} KB: {len(report.records)} cases, "

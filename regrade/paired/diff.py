@@ -12,7 +12,8 @@ A results file from before the quorum has no such count: the column is empty the
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Literal
 
 from regrade.grading.verdicts import ARTIFACT, CONFIRMED_FAIL, ENGINES_DISAGREE, FALSE_PASS, INVALID_GOLDEN, UNEVALUABLE
 from regrade.results.records import CaseRecord
@@ -23,6 +24,31 @@ SUMMARY_COLUMNS = ["stack", "benchmark", "condition", "cases", "failures", "form
 CELL_COLUMNS = ["stack", "benchmark", "condition", "task_id", "case", "cell", "formula", "shallow", "engines", "golden",
                 "reason"]
 ALL = "(all)"
+Listing = Literal["summary", "cells", "rules"]
+
+
+@dataclass
+class DiffListing:
+    """What ``regrade diff`` prints and ``regrade.api.diff`` returns as a DataFrame: one listing's
+    rows and columns, the results file's provenance, and what a reader should know of it."""
+
+    by: Listing
+    rows: list[dict[str, Any]]
+    columns: list[str]
+    provenance: dict[str, Any] | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+def listing(records: Iterable[CaseRecord], by: Listing = "summary") -> tuple[list[dict[str, Any]], list[str]]:
+    """The rows and columns of one listing: per condition (``summary``), every differing cell
+    with its reason (``cells``), or the engines' abstentions by rule (``rules``)."""
+    if by == "cells":
+        return differing_cells(records), CELL_COLUMNS
+    if by == "rules":
+        return abstentions(records), ABSTENTION_COLUMNS
+    if by != "summary":
+        raise ValueError(f"by is summary, cells or rules, not {by!r}")
+    return summary(records), SUMMARY_COLUMNS
 
 
 def summary(records: Iterable[CaseRecord]) -> list[dict]:
