@@ -20,7 +20,7 @@ walks through each.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Literal, Mapping, Sequence
+from typing import Any, Callable, Literal, Mapping, Sequence
 
 import pandas as pd
 
@@ -56,9 +56,9 @@ COLUMNS = ["stack", "benchmark", "condition", "baseline", "grading", "n", "pass_
 class RescoreResults(Results):
     """:class:`regrade.results.records.Results`, with what the run held before grading and its summary."""
 
-    inventory: list[dict] = []
+    inventory: list[dict[str, Any]] = []  # each condition: outputs found, missing, unmatched (ConditionInventory)
     left_out: dict[str, list[str]] = {}  # the dataset's tasks not graded, by why
-    summary: dict = {}
+    summary: dict[str, Any] = {}  # RunSummary as data: cases, artifacts, not judged by reason, headline ...
     quorum: int = 1  # how many engines had to compute a graded cell (and agree) for it to count
 
 

@@ -177,7 +177,7 @@ class Results(BaseModel):
         return cls.from_records(provenance, records, str(path))
 
     @classmethod
-    def from_records(cls, provenance: dict | None, records: Sequence[CaseRecord | dict[str, Any]],
+    def from_records(cls, provenance: dict[str, Any] | None, records: Sequence[CaseRecord | dict[str, Any]],
                      where: str = "results") -> Results:
         try:
             made = Provenance.model_validate(provenance) if provenance is not None else None
@@ -199,7 +199,7 @@ class Results(BaseModel):
         require_rescored(path, records)
         return cls.from_records(provenance, records, str(path))
 
-    def records(self) -> list[dict]:
+    def records(self) -> list[dict[str, Any]]:
         """The case records as plain dicts, as the results file holds them."""
         return [case.model_dump() for case in self.cases]
 
