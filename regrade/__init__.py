@@ -6,8 +6,8 @@ The library behind the ``regrade`` command, one function per job (:mod:`regrade.
 (:mod:`regrade.results.records`). ``docs/api.md`` has examples.
 """
 
-__all__ = ["rescore", "diff", "diff_listing", "table", "paired_table", "report", "audit_benchmark", "audit_grader", "generate_controls",
-           "results_frame", "Results", "RescoreResults"]
+__all__ = ["rescore", "diff", "diff_listing", "table", "paired_table", "report", "audit_benchmark", "audit_grader",
+           "generate_controls", "build_slice", "results_frame", "Results", "RescoreResults"]
 
 
 def __getattr__(name: str):

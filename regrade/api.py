@@ -39,6 +39,8 @@ from regrade.paired import tables as paired
 from regrade.paired.result import PairedTable, pair, pair_sources
 from regrade.results.files import results_warnings
 from regrade.results.records import CaseRecord, Results
+from regrade.refusal.build import SlicePack
+from regrade.refusal.build import build_slice as _build_slice
 from regrade.reporting.content import Report, build_report
 from regrade.reporting.page import write_page
 from regrade.results.outcomes import read_outcomes
@@ -215,6 +217,21 @@ def generate_controls(dataset: str | Path, folder: str | Path, tasks: int | None
                           executor=executor, scheduler=scheduler)
 
 
+def build_slice(dataset: str | Path, pack: str | Path, key: str | Path | None = None, ordinary: int = 20,
+                negative: int = 10, seed: int = 0, workers: int = 1, engines: Sequence[str] | None = None,
+                cache_dir: str | Path | None = None,
+                on_check: Callable[[int, CaseRecord, bool], None] | None = None) -> SlicePack:
+    """A sealed refusal-slice pack of ``ordinary`` tasks and ``negative`` negative controls drawn
+    from ``dataset`` with ``seed``, as ``regrade slice build``: the pack for the harness in
+    ``pack``, its key apart in ``key`` (default: the pack's folder name + ``.key``); see
+    :mod:`regrade.refusal.build`. ``on_check`` is called as each negative control's check is graded."""
+    settings = rescore_settings(engines)
+    cache = ResultCache(Path(cache_dir) if cache_dir else default_cache_dir())
+    folder = Path(pack)
+    return _build_slice(Path(dataset), folder, Path(key) if key else folder.with_name(folder.name + ".key"), ordinary,
+                        negative, settings, seed, workers, cache, on_check)
+
+
 def results_frame(path: str | Path) -> pd.DataFrame:
     """A regrade results file (or an outcomes file) as a DataFrame, one row per case (an
     outcomes file's ``passed`` is its ``original_pass``)."""
@@ -241,4 +258,4 @@ def _plain(value: object) -> object:
 
 
 __all__ = ["rescore", "diff", "diff_listing", "table", "paired_table", "report", "audit_benchmark", "audit_grader",
-           "generate_controls", "results_frame", "Results", "RescoreResults", "ConditionInventory", "PairedTable"]
+           "generate_controls", "build_slice", "results_frame", "Results", "RescoreResults", "ConditionInventory", "PairedTable"]

@@ -1,0 +1,106 @@
+"""The refusal slice's pack (issue 48, item 1): negative controls made from the demo's real
+SpreadsheetBench tasks by a specification gap, verified by construction, sealed, and blind."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import openpyxl
+import pytest
+from click.testing import CliRunner
+
+from regrade.cli import main
+from regrade.refusal.build import MANIFEST, SliceError, build_slice, seal
+from regrade.run import rescore_settings
+from regrade.values import CellRef
+from tests.conftest import DEMO, require_engines
+
+DATASET = DEMO / "dataset"
+
+
+@pytest.fixture(scope="module")
+def pack(tmp_path_factory):
+    require_engines("ironcalc")
+    folder = tmp_path_factory.mktemp("slice")
+    return build_slice(DATASET, folder / "pack", folder / "pack.key", 2, 2, rescore_settings(["ironcalc"]), seed=3)
+
+
+def test_the_pack_is_blind_and_sealed_and_its_key_is_apart(pack):
+    records = json.loads((pack.folder / "dataset.json").read_text())
+    sources = {str(t["id"]) for t in json.loads((DATASET / "dataset.json").read_text())}
+    assert len(records) == 4 and [r["id"] for r in records] == sorted(r["id"] for r in records)
+    for record in records:
+        assert set(record) <= {"id", "instruction", "spreadsheet_path", "instruction_type", "answer_position",
+                               "answer_sheet", "data_position"}  # no kind, no source
+        assert record["id"] not in sources and len(record["id"]) == 10
+    files = sorted(str(p.relative_to(pack.folder)) for p in pack.folder.rglob("*") if p.is_file())
+    assert all(f in ("dataset.json", MANIFEST) or f.endswith("_input.xlsx") for f in files)  # no answer in the pack
+    key = json.loads((pack.key_folder / "key.json").read_text())
+    kinds = {t["id"]: t["kind"] for t in key["tasks"]}
+    assert sorted(kinds.values()) == ["negative", "negative", "ordinary", "ordinary"]
+    assert len({t["source"] for t in key["tasks"]}) == 4  # a source gives one task, never both kinds
+    assert key["pack_digest"] == pack.digest == json.loads((pack.folder / MANIFEST).read_text())["digest"]
+    assert seal(pack.folder) == pack.digest  # the manifest is what is on disk
+    for task_id, kind in kinds.items():  # the key holds the ordinary tasks' answers, and only theirs
+        assert (pack.key_folder / "answers" / task_id).is_dir() == (kind == "ordinary")
+
+
+def test_the_same_seed_gives_a_byte_identical_pack(pack, tmp_path):
+    again = build_slice(DATASET, tmp_path / "pack", tmp_path / "pack.key", 2, 2, rescore_settings(["ironcalc"]), seed=3)
+    assert again.digest == pack.digest and again.key_digest == pack.key_digest
+    other = build_slice(DATASET, tmp_path / "other", tmp_path / "other.key", 2, 2, rescore_settings(["ironcalc"]),
+                        seed=4)
+    assert other.digest != pack.digest
+
+
+def test_a_negative_control_lost_what_its_answer_reads_and_its_formulas_no_longer_give_excels_values(pack, tmp_path):
+    # independently of the build's own check: the removed cells held values in the source's
+    # input and are empty in the pack's; and IronCalc, recomputing the golden with the same cells
+    # cleared, gives some answer cell a value other than the one Excel cached in the golden
+    from regrade.engines.registry import get_engine
+
+    key = json.loads((pack.key_folder / "key.json").read_text())
+    negatives = [t for t in key["tasks"] if t["kind"] == "negative"]
+    engine = get_engine("ironcalc")
+    for task in negatives:
+        record = next(t for t in json.loads((DATASET / "dataset.json").read_text()) if str(t["id"]) == task["source"])
+        for removal in task["removals"]:
+            case, cells = removal["case"], [_ref(c) for c in removal["cells"]]
+            assert cells and removal["verdict"] in ("false-pass", "confirmed-fail")
+            source_input = openpyxl.load_workbook(DATASET / "spreadsheet" / task["source"] /
+                                                  f"{case}_{task['source']}_input.xlsx")
+            stripped = openpyxl.load_workbook(pack.folder / "spreadsheet" / task["id"] / f"{case}_{task['id']}_input.xlsx")
+            assert all(source_input[c.sheet].cell(c.row, c.column).value is not None for c in cells)
+            assert all(stripped[c.sheet].cell(c.row, c.column).value is None for c in cells)
+            golden_path = DATASET / "spreadsheet" / task["source"] / f"{case}_{task['source']}_answer.xlsx"
+            golden = openpyxl.load_workbook(golden_path, data_only=True)
+            book = openpyxl.load_workbook(golden_path)
+            for c in cells:
+                book[c.sheet].cell(c.row, c.column).value = None
+            cleared = tmp_path / f"{task['id']}-{case}.xlsx"
+            book.save(cleared)
+            assert "!" not in record["answer_position"]  # the demo's answers are on the first sheet
+            first = golden.worksheets[0]
+            answers = [CellRef(first.title, cell.row, cell.column) for row in first[record["answer_position"]]
+                       for cell in row]
+            computed = engine.evaluate(cleared, answers).cells
+            assert any(computed.get(ref) != golden[ref.sheet].cell(ref.row, ref.column).value for ref in answers)
+
+
+def test_what_cannot_be_built_is_a_one_line_error(tmp_path):
+    with pytest.raises(SliceError, match="negative controls asked for could be made"):
+        build_slice(DATASET, tmp_path / "p", tmp_path / "p.key", 0, 9, rescore_settings(["ironcalc"]))
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x").write_text("x")
+    result = CliRunner().invoke(main, ["slice", "build", str(DATASET), "--negative", "1", "--ordinary", "1",
+                                       "--engines", "ironcalc", "-o", str(tmp_path / "full")])
+    assert result.exit_code == 1 and "is not empty" in result.stderr
+
+
+def _ref(text: str) -> CellRef:
+    from openpyxl.utils.cell import column_index_from_string, coordinate_from_string
+
+    sheet, _, coordinate = text.rpartition("!")
+    letters, row = coordinate_from_string(coordinate)
+    return CellRef(sheet, row, column_index_from_string(letters))
