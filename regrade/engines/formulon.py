@@ -62,6 +62,7 @@ from regrade.engines.departures import (
 from regrade.engines.pipeline import PythonPackageEngine
 from regrade.engines.rules import abstention
 from regrade.engines.totals import TotalsDefects, mend_totals
+from regrade.engines.wasm_cache import cached_module_loading
 from regrade.values import CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues
 from regrade.workbook.analysis import WorkbookAnalysis
 from regrade.workbook.calls import QUOTED, Call, array_constant, array_expression, calls, structured_reference
@@ -85,8 +86,10 @@ class FormulonEngine(PythonPackageEngine):
 
     def preload(self) -> None:
         import formulon
+        from formulon import _c
 
-        formulon.Workbook.create_default().close()  # compiles and instantiates the module, once a process
+        cached_module_loading(_c._locate_wasm())  # compiled once per machine (regrade.engines.wasm_cache)
+        formulon.Workbook.create_default().close()  # instantiates the module, once a process
         _implemented()
 
     def compute(self, analysis: WorkbookAnalysis, cells: Sequence[CellRef]) -> WorkbookValues:
