@@ -137,8 +137,14 @@ class CaseRecord(Outcome):
     cells: list[CellRecord] = []
 
     def as_json(self) -> dict[str, Any]:
-        """The record as the results file holds it, ``"record": "case"`` first."""
-        return {"record": "case", **self.model_dump(exclude={"record"})}
+        """The record as the results file holds it: ``"record": "case"``, who and which case, the
+        files, the grades, the verdict, the cells (then any other field)."""
+        fields = self.model_dump(exclude={"record"})
+        return {"record": "case", **{name: fields.pop(name) for name in _FILE_ORDER if name in fields}, **fields}
+
+
+_FILE_ORDER = ("stack", "benchmark", "condition", "task_id", "case", "trial", "output_path", "answer_path", "original_pass",
+               "original_grader", "shallow_pass", "full_pass", "verdict", "reasons", "message", "decided_by_one", "cells")
 
 
 def as_outcomes(rows: Iterable[Outcome | Mapping[str, Any]], where: str = "outcomes") -> list[Outcome]:
