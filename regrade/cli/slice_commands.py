@@ -20,6 +20,10 @@ def slice_group() -> None:
 
     Built so far: `slice build`, the sealed pack. Not built yet: scoring abstentions
     (abstain-ok, invalid-completion, false-abstain), covariates and the locked protocol.
+
+    \b
+    Example:
+      regrade slice build ../shared/spreadsheetbench --ordinary 20 --negative 10 -o pack/
     """
 
 
