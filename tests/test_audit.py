@@ -160,6 +160,7 @@ def test_a_callable_defined_in_the_main_script_is_graded_in_this_process():
     assert not runs_in_workers(here)
 
 
+@pytest.mark.slow
 def test_a_value_grader_worker_killed_mid_audit_costs_no_control(pack):
     # the official grader over the pack in two case workers; after the third control is told, a
     # worker is killed (SIGKILL) while it holds a control: that control is graded again alone, so

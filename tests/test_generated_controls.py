@@ -83,6 +83,7 @@ def test_each_kind_is_what_it_says(pack):
     assert set(empty.values()) == {None}
 
 
+@pytest.mark.slow  # the pack: the demo's tasks rescored by every engine
 def test_what_cannot_be_certain_is_left_out_and_said(pack):
     kept = {c.id for c in pack.kept}
     assert len(kept) == 5 * 3 * len(CATEGORIES) - 9
@@ -127,6 +128,7 @@ def test_the_official_grader_and_regrade_on_the_generated_pack(pack):
     assert len(report["not_checked"]) == 9 and {"task", "case", "reason", "category"} <= set(report["not_checked"][0])
 
 
+@pytest.mark.slow  # the pack: the demo's tasks rescored by every engine
 def test_the_pack_is_sealed_and_runs_again(pack, tmp_path):
     manifest = json.loads((pack.folder / "manifest.json").read_text())
     assert manifest["digest"] == pack.digest and "pack.json" in manifest["files"]
@@ -259,6 +261,7 @@ def tolerant_grader(output, answer, position, input=None, answer_sheet=None, ins
     return True
 
 
+@pytest.mark.slow  # the pack: the demo's tasks rescored by every engine
 def test_a_grader_that_needs_the_input_gets_it_and_a_perturbation_says_its_size(pack):
     """The pack carries each task's input and instruction type; a callable naming them gets them by
     keyword; a perturbed control records its change, so a tolerance is told from a defect."""

@@ -39,6 +39,7 @@ def test_every_demo_output_gets_the_verdict_worked_out_by_hand():
     assert got == want
 
 
+@pytest.mark.slow
 def test_reasons_explain_each_disagreement():
     results = {(r.case.condition, r.case.output_path.name): r for r in run_demo()}
     stale = results[("community", "1_59511_output.xlsx")]
