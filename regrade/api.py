@@ -24,10 +24,10 @@ from typing import Any, Callable, Literal, Mapping, Sequence
 
 import pandas as pd
 
-from regrade.audit.benchmark import BenchmarkAudit
+from regrade.audit.benchmark import BenchmarkAudit, TaskAudit
 from regrade.audit.benchmark import audit_benchmark as _audit_benchmark
-from regrade.audit.controls import PACK, load_pack, select_controls
-from regrade.audit.generated import GeneratedPack
+from regrade.audit.controls import PACK, Control, ControlPack, load_pack, select_controls
+from regrade.audit.generated import GeneratedPack, TestCase
 from regrade.audit.generated import generate_pack as _generate_pack
 from regrade.audit.grader import GraderAudit
 from regrade.audit.grader import audit_grader as _audit_grader
@@ -184,36 +184,45 @@ def report(results: Results | str | Path | Sequence[str | Path], output: str | P
 
 
 def audit_benchmark(folder: str | Path, grader: str = "spreadsheetbench-official", recalc: str | None = None,
-                    workers: int | None = None, limit: int | None = None) -> BenchmarkAudit:
-    """A benchmark's data and grader, as ``regrade audit benchmark``: its ``findings()``, ``summary()``."""
-    return _audit_benchmark(Path(folder), grader, recalc, workers, limit)
+                    workers: int | None = None, limit: int | None = None,
+                    on_task: Callable[[TaskAudit], None] | None = None) -> BenchmarkAudit:
+    """A benchmark's data and grader, as ``regrade audit benchmark``: its ``findings()``, ``summary()``;
+    ``on_task`` is called as each task is audited."""
+    return _audit_benchmark(Path(folder), grader, recalc, workers, limit, on_task=on_task)
 
 
-def audit_grader(grader: str | Grader, pack: str | Path = PACK, expect_digest: str | None = None,
+def audit_grader(grader: str | Grader, pack: str | Path | ControlPack = PACK, expect_digest: str | None = None,
                  workers: int = 1, tasks: Sequence[str] = (), calling: Sequence[str] = (),
-                 executor: Literal["local", "dask"] = "local", scheduler: str | None = None) -> GraderAudit:
+                 executor: Literal["local", "dask"] = "local", scheduler: str | None = None,
+                 on_control: Callable[[Control], None] | None = None) -> GraderAudit:
     """A grader against a sealed control pack, as ``regrade audit grader``. ``grader``: a built-in
     name, or any object with ``name``, ``settings()`` and ``passes(output, answer, position)``
     (:class:`regrade.grading.graders.Grader`; ``make_grader(None, command=...)`` makes a command one).
-    ``pack``: the hand-made pack (default) or one :func:`generate_controls` made; ``tasks`` and
-    ``calling`` grade only part of it, as ``--task`` and ``--calling``; ``executor`` and
-    ``scheduler`` are :func:`rescore`'s, for regrade's own grader."""
+    ``pack``: the hand-made pack (default) or one :func:`generate_controls` made (its folder, or
+    the pack loaded); ``tasks`` and ``calling`` grade only part of it, as ``--task`` and
+    ``--calling``; ``executor`` and ``scheduler`` are :func:`rescore`'s, for regrade's own grader;
+    ``on_control`` is called as each control is graded."""
     chosen = make_grader(grader) if isinstance(grader, str) else grader
-    selected = select_controls(load_pack(Path(pack), expect_digest), tuple(tasks), tuple(calling))
-    return _audit_grader(chosen, selected, workers, None, executor, scheduler)
+    loaded = pack if isinstance(pack, ControlPack) else load_pack(Path(pack), expect_digest)
+    selected = select_controls(loaded, tuple(tasks), tuple(calling))
+    return _audit_grader(chosen, selected, workers, on_control, executor, scheduler)
 
 
 def generate_controls(dataset: str | Path, folder: str | Path, tasks: int | None = None, seed: int = 0,
                       workers: int = 1, engines: Sequence[str] | None = None,
                       cache_dir: str | Path | None = None, executor: Literal["local", "dask"] = "local",
-                      scheduler: str | None = None) -> GeneratedPack:
+                      scheduler: str | None = None, on_case: Callable[[TestCase], None] | None = None,
+                      on_check: Callable[[int], Callable[[int, CaseRecord, bool], None]] | None = None
+                      ) -> GeneratedPack:
     """Controls generated from a benchmark's own tasks, checked and sealed in ``folder`` (new or
     empty), as ``regrade audit grader --controls-from DATASET --pack-out FOLDER``; its ``digest``,
     ``kept`` controls and ``not_checked`` list. :func:`audit_grader` then runs graders on it.
-    ``executor`` and ``scheduler`` say where the checking runs, as in :func:`rescore`."""
+    ``executor`` and ``scheduler`` say where the checking runs, as in :func:`rescore`; ``on_case``
+    is called as each test case's controls are written, ``on_check(count)`` once they are, and
+    what it returns as each of the ``count`` controls is checked."""
     settings = rescore_settings(engines)
     cache = ResultCache(Path(cache_dir) if cache_dir else default_cache_dir())
-    return _generate_pack(Path(dataset), Path(folder), settings, tasks, seed, workers, cache,
+    return _generate_pack(Path(dataset), Path(folder), settings, tasks, seed, workers, cache, on_case, on_check,
                           executor=executor, scheduler=scheduler)
 
 

@@ -11,20 +11,20 @@ import time
 from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Literal
 
 import click
 
-from regrade.audit.benchmark import RECALC_ENGINES, SEVERITIES, audit_benchmark
+from regrade import api
+from regrade.audit.benchmark import RECALC_ENGINES, SEVERITIES
 from regrade.audit.generated import CATEGORIES as CONTROL_CATEGORIES
-from regrade.audit.generated import generate_pack, test_cases
-from regrade.audit.grader import AUDIT_COLUMNS, audit_grader, audit_table
+from regrade.audit.generated import test_cases
+from regrade.audit.grader import AUDIT_COLUMNS, audit_table
 from regrade.audit.controls import PACK as CONTROL_PACK
 from regrade.audit.controls import ControlPack, load_pack, select_controls
 from regrade.grading.graders import GRADERS, GraderError, RegradeGrader, make_grader
 from regrade.render.rows import render
 from regrade.results.records import CaseRecord
-from regrade.run import ResultCache, default_cache_dir, rescore_settings
 from regrade.runs.cases import load_dataset
 from regrade.messages import first_few
 from regrade.cli.app import in_repository, library_errors, main, progress
@@ -72,8 +72,8 @@ def audit_benchmark_command(ctx, folder, grader, recalc, fail_on, workers, limit
       regrade audit benchmark ../shared/spreadsheetbench --format json > audit.json
     """
     with progress(len(load_dataset(folder)[:limit]), "tasks") as shown:
-        report = audit_benchmark(folder, grader, recalc, workers, limit,
-                                 on_task=lambda task: shown.advance(f"task {task.task_id}"))
+        report = api.audit_benchmark(folder, grader, recalc, workers, limit,
+                                     on_task=lambda task: shown.advance(f"task {task.task_id}"))
     columns = ["id", "severity", "task_id", "case", "message"]
     if fmt == "json":
         click.echo(json.dumps({"format_version": 1, **report.as_json()}, indent=2, ensure_ascii=False))
@@ -188,7 +188,7 @@ def audit_grader_command(names, command, callable_target, threshold, label, pack
             pack = generated_pack(controls_from, folder, tasks, seed, workers, executor, scheduler)
         else:
             pack = load_pack(pack_dir or CONTROL_PACK, expect_digest)
-        pack = select_controls(pack, only_tasks, calling)
+        pack = select_controls(pack, only_tasks, calling)  # said before any grader runs; each audit keeps it
         if pack.selection is not None:
             click.echo(f"grading {len(pack.controls)} of the pack's {pack.selection['of']} controls "
                        f"(tasks: {', '.join(pack.selection['tasks']) or 'all'}; "
@@ -196,9 +196,9 @@ def audit_grader_command(names, command, callable_target, threshold, label, pack
         reports = []
         for grader in graders:
             with progress(len(pack.controls), f"controls graded by {grader.name}") as shown:
-                reports.append(audit_grader(grader, pack, workers,
-                                            lambda control: shown.advance(f"{grader.name} {control.id}"),
-                                            executor, scheduler).as_json())
+                reports.append(api.audit_grader(grader, pack, workers=workers, executor=executor, scheduler=scheduler,
+                                                on_control=lambda control: shown.advance(f"{grader.name} {control.id}"))
+                               .as_json())
     _show_grader_audits(reports, fmt)
     errored = [r for r in reports if r["errors"]]
     for report in errored:
@@ -210,9 +210,8 @@ def audit_grader_command(names, command, callable_target, threshold, label, pack
 
 
 def generated_pack(dataset: Path, folder: Path, tasks: int | None, seed: int, workers: int,
-                   executor: str = "local", scheduler: str | None = None) -> ControlPack:
+                   executor: Literal["local", "dask"] = "local", scheduler: str | None = None) -> ControlPack:
     """Generate and seal a pack from ``dataset`` in ``folder``, saying on stderr what it holds and left out."""
-    settings = rescore_settings()
     started = time.monotonic()
     with contextlib.ExitStack() as displays:
         written = displays.enter_context(progress(len(test_cases(dataset, tasks, seed)[0]), "test cases written"))
@@ -223,9 +222,9 @@ def generated_pack(dataset: Path, folder: Path, tasks: int | None, seed: int, wo
             return lambda index, record, cached: checking.advance(
                 f"{record.condition} {record.task_id}-{record.case}: {record.verdict}", cached)
 
-        made = generate_pack(dataset, folder, settings, tasks, seed, workers, ResultCache(default_cache_dir()),
-                             lambda case: written.advance(f"{case.task_id}-{case.case}"), check,
-                             executor, scheduler)
+        made = api.generate_controls(dataset, folder, tasks, seed, workers, executor=executor, scheduler=scheduler,
+                                     on_case=lambda case: written.advance(f"{case.task_id}-{case.case}"),
+                                     on_check=check)
     by_kind = Counter(CONTROL_CATEGORIES[c.category][0] for c in made.kept)
     reasons = Counter(n.reason.split(" (")[0] for n in made.not_checked)
     click.echo(f"generated {len(made.kept)} controls ({by_kind['positive']} positive, {by_kind['negative']} negative) "
