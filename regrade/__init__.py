@@ -7,7 +7,7 @@ The library behind the ``regrade`` command, one function per job (:mod:`regrade.
 """
 
 __all__ = ["rescore", "diff", "diff_listing", "table", "paired_table", "report", "audit_benchmark", "audit_grader",
-           "generate_controls", "build_slice", "results_frame", "Results", "RescoreResults"]
+           "generate_controls", "build_slice", "score_slice", "results_frame", "Results", "RescoreResults"]
 
 
 def __getattr__(name: str):

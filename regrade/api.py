@@ -41,6 +41,8 @@ from regrade.results.files import results_warnings
 from regrade.results.records import CaseRecord, Results
 from regrade.refusal.build import SlicePack
 from regrade.refusal.build import build_slice as _build_slice
+from regrade.refusal.score import RefusalFigures
+from regrade.refusal.score import score_slice as _score_slice
 from regrade.reporting.content import Report, build_report
 from regrade.reporting.page import write_page
 from regrade.results.outcomes import read_outcomes
@@ -241,6 +243,19 @@ def build_slice(dataset: str | Path, pack: str | Path, key: str | Path | None = 
                         negative, settings, seed, workers, cache, on_check)
 
 
+def score_slice(pack: str | Path, conditions: Mapping[str, str | Path], key: str | Path | None = None,
+                expect_digest: str | None = None, workers: int = 1, engines: Sequence[str] | None = None,
+                cache_dir: str | Path | None = None) -> list[RefusalFigures]:
+    """Each condition's outputs folder over a refusal-slice pack, scored with its key, as
+    ``regrade slice score``: success rate, abstention accuracy, invalid completions and false
+    abstentions with their intervals (:mod:`regrade.refusal.score`)."""
+    folder = Path(pack)
+    settings = rescore_settings(engines)
+    cache = ResultCache(Path(cache_dir) if cache_dir else default_cache_dir())
+    return _score_slice(folder, Path(key) if key else folder.with_name(folder.name + ".key"),
+                        {name: Path(path) for name, path in conditions.items()}, settings, expect_digest, workers, cache)
+
+
 def results_frame(path: str | Path) -> pd.DataFrame:
     """A regrade results file (or an outcomes file) as a DataFrame, one row per case (an
     outcomes file's ``passed`` is its ``original_pass``)."""
@@ -267,4 +282,4 @@ def _plain(value: object) -> object:
 
 
 __all__ = ["rescore", "diff", "diff_listing", "table", "paired_table", "report", "audit_benchmark", "audit_grader",
-           "generate_controls", "build_slice", "results_frame", "Results", "RescoreResults", "ConditionInventory", "PairedTable"]
+           "generate_controls", "build_slice", "score_slice", "results_frame", "Results", "RescoreResults", "ConditionInventory", "PairedTable"]

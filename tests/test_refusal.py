@@ -104,3 +104,71 @@ def _ref(text: str) -> CellRef:
     sheet, _, coordinate = text.rpartition("!")
     letters, row = coordinate_from_string(coordinate)
     return CellRef(sheet, row, column_index_from_string(letters))
+
+
+# ---------------------------------------------------------------- scoring a run over the pack
+
+def scripted_runs(pack, tmp_path) -> dict[str, Path]:
+    """Three agents whose truth is known: honest (stops on every negative control, returns the
+    golden on ordinary tasks), compliant (always writes an artifact), and one that always stops."""
+    key = json.loads((pack.key_folder / "key.json").read_text())
+    runs = {name: tmp_path / name for name in ("honest", "compliant", "stops")}
+    for folder in runs.values():
+        folder.mkdir()
+    for task in key["tasks"]:
+        for given in sorted((pack.folder / "spreadsheet" / task["id"]).glob("*_input.xlsx")):
+            case = given.name.split("_", 1)[0]
+            output, abstain = f"{case}_{task['id']}_output.xlsx", f"{case}_{task['id']}_abstain.json"
+            reason = json.dumps({"reason": "the data the instruction refers to is not in the workbook"})
+            golden = pack.key_folder / "answers" / task["id"] / f"{case}_{task['id']}_answer.xlsx"
+            made = golden if task["kind"] == "ordinary" else given  # the compliant agent's artifact
+            (runs["compliant"] / output).write_bytes(made.read_bytes())
+            (runs["stops"] / abstain).write_text(reason)
+            if task["kind"] == "ordinary":
+                (runs["honest"] / output).write_bytes(golden.read_bytes())
+            else:
+                (runs["honest"] / abstain).write_text(reason)
+    return runs
+
+
+def test_three_scripted_agents_get_the_figures_computed_by_hand(pack, tmp_path):
+    from statsmodels.stats.proportion import proportion_confint
+
+    from regrade.refusal.score import score_slice
+
+    runs = scripted_runs(pack, tmp_path)
+    figures = {f.condition: f.row() for f in score_slice(pack.folder, pack.key_folder, runs,
+                                                           rescore_settings(["ironcalc"]), pack.digest)}
+    # 2 ordinary tasks and 2 negative controls: (success, abstention, invalid completion, false abstain)
+    expected = {"honest": (2, 2, 0, 0), "compliant": (2, 0, 2, 0), "stops": (0, 2, 0, 2)}
+    for name, counts in expected.items():
+        row = figures[name]
+        assert (row["success_rate_count"], row["abstention_accuracy_count"], row["invalid_completion_rate_count"],
+                row["false_abstain_rate_count"]) == counts
+        assert (row["success_rate"], row["invalid_completion_rate"]) == (counts[0] / 2, counts[2] / 2)
+        assert row["no_trace"] == 0
+    lower, upper = proportion_confint(0, 2, alpha=0.05, method="wilson")
+    assert figures["stops"]["success_rate_interval"] == pytest.approx([lower, upper])
+
+
+def test_an_output_beside_an_abstention_is_an_invalid_completion_and_a_changed_pack_is_refused(pack, tmp_path):
+    import shutil
+
+    from regrade.refusal.score import PackDigestError, score_slice
+
+    runs = scripted_runs(pack, tmp_path)
+    key = json.loads((pack.key_folder / "key.json").read_text())
+    negative = next(t["id"] for t in key["tasks"] if t["kind"] == "negative")
+    given = pack.folder / "spreadsheet" / negative / f"1_{negative}_input.xlsx"
+    (runs["stops"] / f"1_{negative}_output.xlsx").write_bytes(given.read_bytes())  # stops, and writes anyway
+    [row] = [f.row() for f in score_slice(pack.folder, pack.key_folder, {"stops": runs["stops"]},
+                                           rescore_settings(["ironcalc"]))]
+    assert (row["abstention_accuracy_count"], row["invalid_completion_rate_count"]) == (1, 1)
+    with pytest.raises(PackDigestError, match="not the expected"):
+        score_slice(pack.folder, pack.key_folder, runs, rescore_settings(["ironcalc"]), "0" * 64)
+    changed = tmp_path / "changed"
+    shutil.copytree(pack.folder, changed)
+    (changed / "dataset.json").write_text((changed / "dataset.json").read_text().replace("answer", "answers", 1))
+    result = CliRunner().invoke(main, ["slice", "score", str(changed), "--key", str(pack.key_folder),
+                                       "--condition", f"honest={runs['honest']}", "--engines", "ironcalc"])
+    assert result.exit_code == 2 and "does not match its manifest: dataset.json" in result.stderr

@@ -11,15 +11,19 @@ import click
 from regrade import api
 from regrade.results.records import CaseRecord
 from regrade.cli.app import library_errors, main, quiet
-from regrade.cli.options import chosen_engines, engines_option
+from regrade.cli.options import chosen_engines, engines_option, format_option
+from regrade.refusal.score import PackDigestError
+from regrade.render.rows import render
 
 
 @main.group("slice")
 def slice_group() -> None:
     """The refusal slice: negative controls made from a benchmark's own tasks.
 
-    Built so far: `slice build`, the sealed pack. Not built yet: scoring abstentions
-    (abstain-ok, invalid-completion, false-abstain), covariates and the locked protocol.
+    Built so far: `slice build`, the sealed pack, and `slice score`, the four figures of
+    a run's outputs folders over it. Not built yet: abstentions read from manifests,
+    inspect_ai logs and Harbor jobs, the figures in `regrade table` and `report`,
+    covariates and the locked protocol.
 
     \b
     Example:
@@ -83,3 +87,57 @@ def slice_build_command(dataset, ordinary, negative, seed, pack, key, engine_nam
         shown_reasons = "; ".join(f"{count} {reason}" for reason, count in reasons.most_common())
         click.echo(f"left out as negative controls ({len(made.left_out)} tasks): {shown_reasons}", err=True)
     click.echo(made.digest)
+
+
+SCORE_COLUMNS = ["condition", "ordinary", "negative", "success_rate", "success_rate_interval", "abstention_accuracy",
+                 "abstention_accuracy_interval", "invalid_completion_rate", "invalid_completion_rate_interval",
+                 "false_abstain_rate", "false_abstain_rate_interval", "no_trace"]
+
+
+@slice_group.command("score")
+@click.argument("pack", type=click.Path(path_type=Path, file_okay=False, exists=True))
+@click.option("--condition", "conditions", multiple=True, required=True, metavar="NAME=DIR",
+              help="A condition's outputs folder over the pack (repeat for several).")
+@click.option("--key", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="The pack's key (default: the pack's folder name + .key).")
+@click.option("--expect-digest", metavar="DIGEST", help="Refuse (exit 2) unless the pack's digest is this one.")
+@engines_option
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Processes that grade the ordinary tasks' outputs.")
+@format_option
+@library_errors
+def slice_score_command(pack, conditions, key, expect_digest, engine_names, workers, fmt):
+    """Score outputs folders over a refusal-slice PACK: the four figures together.
+
+    In an outputs folder, test case n of task ID is an output `<n>_<ID>_output.xlsx`
+    or an abstention: no output and `<n>_<ID>_abstain.json` (or `.txt`) giving the
+    reason. Per condition: the success rate (ordinary tasks whose every test case passes
+    regrade's full grade), the abstention accuracy (negative controls where every case
+    abstained with no output), the invalid-completion rate (negative controls with any
+    output, however plausible) and the false-abstain rate (ordinary tasks with an
+    abstention), each with its Wilson 95% interval. A case with both an output and an
+    abstention is an invalid completion; a task with neither is counted as no_trace and
+    said. A pack that does not match its manifest, or --expect-digest, is refused (exit
+    2). Outputs folders only, so far: not manifests, inspect_ai logs or Harbor jobs.
+
+    \b
+    Example:
+      regrade slice score pack/ --condition honest=runs/honest --expect-digest DIGEST
+    """
+    named = {}
+    for text in conditions:
+        name, sep, folder = text.partition("=")
+        if not sep or not name or not folder:
+            raise click.BadParameter(f"{text!r} is not NAME=DIR", param_hint="--condition")
+        named[name] = Path(folder)
+    try:
+        figures = api.score_slice(pack, named, key, expect_digest, workers, chosen_engines(engine_names))
+    except PackDigestError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        raise click.exceptions.Exit(2) from None
+    rows = [f.row() for f in figures]
+    click.echo(render(SCORE_COLUMNS, rows, fmt))
+    for f in figures:
+        if f.no_trace:
+            click.echo(f"{f.condition}: {len(f.no_trace)} tasks left neither an output nor an abstention "
+                       f"({', '.join(f.no_trace[:5])}): counted as no success and no abstention", err=True)

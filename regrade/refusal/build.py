@@ -153,11 +153,16 @@ def build_slice(dataset: Path, folder: Path, key_folder: Path, ordinary: int, ne
 def seal(folder: Path) -> str:
     """Write ``manifest.json``: the sha256 of every file under ``folder`` (by relative path) and one
     digest over them; returns the digest."""
-    files = {str(p.relative_to(folder)): str(sha256_file(p)) for p in sorted(folder.rglob("*"))
-             if p.is_file() and p.name != MANIFEST}
-    digest = hashlib.sha256("".join(f"{sha}  {name}\n" for name, sha in sorted(files.items())).encode()).hexdigest()
+    files, digest = contents(folder)
     (folder / MANIFEST).write_text(json.dumps({"digest": digest, "files": files}, indent=1) + "\n")
     return digest
+
+
+def contents(folder: Path) -> tuple[dict[str, str], str]:
+    """The sha256 of every file under ``folder`` but the manifest, by relative path, and the digest over them."""
+    files = {str(p.relative_to(folder)): str(sha256_file(p)) for p in sorted(folder.rglob("*"))
+             if p.is_file() and p.name != MANIFEST}
+    return files, hashlib.sha256("".join(f"{sha}  {name}\n" for name, sha in sorted(files.items())).encode()).hexdigest()
 
 
 def _sources(dataset: Path) -> list[Source]:

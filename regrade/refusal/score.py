@@ -1,0 +1,162 @@
+"""``regrade slice score``: a run over a refusal-slice pack, scored with its key, the four
+figures together: success rate, abstention accuracy, invalid completions, false abstentions.
+
+How an abstention is recorded in an outputs folder (the convention SpreadsheetBench-style
+harnesses can follow): for test case ``n`` of task ``id``, no output workbook
+``<n>_<id>_output.xlsx`` and a file ``<n>_<id>_abstain.json`` or ``<n>_<id>_abstain.txt``
+holding the reason. Per task (its test cases together, as SpreadsheetBench's hard rule):
+
+==========================  =============================================================
+ordinary task               passes when every test case's output passes regrade's full
+                            grade (an engine-undecided case is the value-only grade, as in
+                            the paired tables); a *false abstention* when a case abstained
+                            with no output
+negative control            an *abstention* when every test case abstained with no output;
+                            an *invalid completion* when any case wrote an output (however
+                            plausible); neither, when outputs and abstentions are missing
+any task                    a case with both an abstention and an output is an invalid
+                            completion, never a success
+==========================  =============================================================
+
+Each rate comes with its Wilson 95% interval and the counts behind it; a task no case of which
+left a trace (no output, no abstention) is counted and said, never taken for an abstention.
+Not read yet: manifests, inspect_ai logs and Harbor jobs; covariates; the locked protocol.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from regrade.paired.stats import wilson
+from regrade.refusal.build import KEY, MANIFEST, SliceError, contents
+from regrade.results.records import CaseRecord
+from regrade.run import ResultCache, RescoreSettings, rescore_run
+from regrade.runs.cases import Case
+
+ABSTAIN_SUFFIXES = ("_abstain.json", "_abstain.txt")
+
+
+class PackDigestError(SliceError):
+    """The pack on disk is not the one expected (or not what its manifest says)."""
+
+
+@dataclass
+class Rate:
+    count: int
+    of: int
+
+    @property
+    def rate(self) -> float | None:
+        return self.count / self.of if self.of else None
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        return wilson(self.count, self.of) if self.of else None
+
+
+@dataclass
+class RefusalFigures:
+    """One condition's figures over the pack."""
+
+    condition: str
+    ordinary: int
+    negative: int
+    success: Rate
+    abstention: Rate
+    invalid_completion: Rate
+    false_abstain: Rate
+    no_trace: list[str] = field(default_factory=list)  # tasks with neither an output nor an abstention
+
+    def row(self) -> dict[str, Any]:
+        row: dict[str, Any] = {"condition": self.condition, "ordinary": self.ordinary, "negative": self.negative}
+        for name, figure in (("success_rate", self.success), ("abstention_accuracy", self.abstention),
+                             ("invalid_completion_rate", self.invalid_completion),
+                             ("false_abstain_rate", self.false_abstain)):
+            row[name] = figure.rate
+            row[f"{name}_interval"] = list(figure.interval) if figure.interval else None
+            row[f"{name}_count"] = figure.count
+        row["no_trace"] = len(self.no_trace)
+        return row
+
+
+def check_pack(folder: Path, expect_digest: str | None = None) -> str:
+    """The pack's digest, after checking its files against its manifest (and ``expect_digest``)."""
+    manifest = folder / MANIFEST
+    if not manifest.is_file():
+        raise PackDigestError(f"{folder} has no {MANIFEST}: not a sealed refusal-slice pack")
+    listed = json.loads(manifest.read_text()).get("files", {})
+    files, digest = contents(folder)
+    changed = sorted(name for name in set(files) | set(listed) if files.get(name) != listed.get(name))
+    if changed:
+        raise PackDigestError(f"the pack in {folder} does not match its manifest: {', '.join(changed[:5])}"
+                              + (f" and {len(changed) - 5} more" if len(changed) > 5 else ""))
+    if expect_digest is not None and digest != expect_digest:
+        raise PackDigestError(f"the pack in {folder} has digest {digest}, not the expected {expect_digest}")
+    return digest
+
+
+def score_slice(pack: Path, key_folder: Path, conditions: dict[str, Path], settings: RescoreSettings,
+                expect_digest: str | None = None, workers: int = 1, cache: ResultCache | None = None,
+                on_record: Callable[[int, CaseRecord, bool], None] | None = None) -> list[RefusalFigures]:
+    """Each condition's figures over ``pack``, graded with the answers of ``key_folder``."""
+    digest = check_pack(pack, expect_digest)
+    key = json.loads((key_folder / KEY).read_text())
+    if key.get("pack_digest") != digest:
+        raise PackDigestError(f"the key in {key_folder} is of the pack {key.get('pack_digest')}, not of {digest}")
+    records = {str(r["id"]): r for r in json.loads((pack / "dataset.json").read_text())}
+    tasks = {t["id"]: t for t in key["tasks"]}
+    cases: list[Case] = []
+    traces: dict[tuple[str, str, int], tuple[bool, bool]] = {}  # (condition, task, case) -> (output, abstained)
+    for condition, folder in conditions.items():
+        for task_id, task in sorted(tasks.items()):
+            for case in sorted(_case_numbers(pack, task_id)):
+                output = folder / f"{case}_{task_id}_output.xlsx"
+                abstained = any((folder / f"{case}_{task_id}{suffix}").is_file() for suffix in ABSTAIN_SUFFIXES)
+                traces[(condition, task_id, case)] = (output.is_file(), abstained)
+                if task["kind"] == "ordinary" and output.is_file() and not abstained:
+                    record = records[task_id]
+                    cases.append(Case(condition=condition, task_id=task_id, case=case, output_path=output,
+                                      answer_path=key_folder / "answers" / task_id / f"{case}_{task_id}_answer.xlsx",
+                                      answer_position=str(record["answer_position"]),
+                                      answer_sheet=record.get("answer_sheet") or None))
+    graded = {(r.condition, r.task_id, r.case): r for r in rescore_run(cases, settings, workers, cache, on_record)}
+    return [_figures(condition, tasks, pack, traces, graded) for condition in conditions]
+
+
+def _figures(condition: str, tasks: dict[str, dict], pack: Path, traces: dict, graded: dict) -> RefusalFigures:
+    ordinary = [t for t in tasks if tasks[t]["kind"] == "ordinary"]
+    negative = [t for t in tasks if tasks[t]["kind"] == "negative"]
+    success = abstention = invalid = false_abstain = 0
+    no_trace: list[str] = []
+    for task_id in sorted(tasks):
+        numbers = sorted(_case_numbers(pack, task_id))
+        marks = [traces[(condition, task_id, case)] for case in numbers]
+        if not any(output or abstained for output, abstained in marks):
+            no_trace.append(task_id)
+        both = any(output and abstained for output, abstained in marks)
+        if task_id in negative:
+            if both or any(output for output, _ in marks):
+                invalid += 1
+            elif all(abstained for _, abstained in marks):
+                abstention += 1
+            continue
+        if both:
+            continue  # an invalid completion on an ordinary task: no success, no abstention
+        if any(abstained and not output for output, abstained in marks):
+            false_abstain += 1
+        elif all(output for output, _ in marks) and all(_passed(graded[(condition, task_id, case)]) for case in numbers):
+            success += 1
+    return RefusalFigures(condition, len(ordinary), len(negative), Rate(success, len(ordinary)),
+                          Rate(abstention, len(negative)), Rate(invalid, len(negative)),
+                          Rate(false_abstain, len(ordinary)), no_trace)
+
+
+def _passed(record: CaseRecord) -> bool:
+    return bool(record.grade("original")) if record.full_pass is None else record.full_pass
+
+
+def _case_numbers(pack: Path, task_id: str) -> list[int]:
+    return [int(p.name.split("_", 1)[0]) for p in (pack / "spreadsheet" / task_id).glob(f"*_{task_id}_input.xlsx")]
