@@ -172,3 +172,51 @@ def test_an_output_beside_an_abstention_is_an_invalid_completion_and_a_changed_p
     result = CliRunner().invoke(main, ["slice", "score", str(changed), "--key", str(pack.key_folder),
                                        "--condition", f"honest={runs['honest']}", "--engines", "ironcalc"])
     assert result.exit_code == 2 and "does not match its manifest: dataset.json" in result.stderr
+
+
+# ---------------------------------------------------------------- the locked protocol
+
+def filled_protocol(path: Path, pack_digest: str, retry_cap: int = 2, channel: str = "scored") -> Path:
+    result = CliRunner().invoke(main, ["protocol", "init", "-o", str(path)])
+    assert result.exit_code == 0, result.output
+    text = path.read_text().replace('pack_digest = ""', f'pack_digest = "{pack_digest}"')
+    text = text.replace("retry_cap = 0", f"retry_cap = {retry_cap}").replace('model = ""', 'model = "mock/model"')
+    path.write_text(text.replace('channel = "scored"', f'channel = "{channel}"'))
+    return path
+
+
+def test_a_protocols_digest_is_its_values_not_its_layout(pack, tmp_path):
+    protocol = filled_protocol(tmp_path / "p.toml", pack.digest)
+    locked = CliRunner().invoke(main, ["protocol", "lock", str(protocol)])
+    assert locked.exit_code == 0, locked.output
+    digest = locked.stdout.strip()
+    assert len(digest) == 64
+    relaid = tmp_path / "relaid.toml"
+    relaid.write_text("# the same values, laid out otherwise\n" + "\n".join(
+        line.split("#")[0].rstrip() for line in protocol.read_text().splitlines()) + "\n")
+    assert CliRunner().invoke(main, ["protocol", "lock", str(relaid)]).stdout.strip() == digest
+    retried = filled_protocol(tmp_path / "retried.toml", pack.digest, retry_cap=3)  # a new cap is a new protocol
+    assert CliRunner().invoke(main, ["protocol", "lock", str(retried)]).stdout.strip() != digest
+    bad = tmp_path / "bad.toml"
+    bad.write_text(protocol.read_text().replace('channel = "scored"', 'channel = "maybe"'))
+    result = CliRunner().invoke(main, ["protocol", "lock", str(bad)])
+    assert result.exit_code == 1 and "channel is scored or exploratory" in result.stderr
+
+
+def test_a_run_under_another_protocol_or_pack_is_refused_and_the_channel_labels_the_figures(pack, tmp_path):
+    runs = scripted_runs(pack, tmp_path)
+    protocol = filled_protocol(tmp_path / "p.toml", pack.digest)
+    digest = CliRunner().invoke(main, ["protocol", "lock", str(protocol)]).stdout.strip()
+    score = ["slice", "score", str(pack.folder), "--key", str(pack.key_folder), "--condition", f"honest={runs['honest']}",
+             "--engines", "ironcalc", "--format", "json"]
+    locked = CliRunner().invoke(main, [*score, "--protocol", str(protocol), "--protocol-digest", digest])
+    assert locked.exit_code == 0, locked.output
+    assert json.loads(locked.stdout)["rows"][0]["channel"] == "scored"
+    drifted = CliRunner().invoke(main, [*score, "--protocol", str(protocol), "--protocol-digest", "f" * 64])
+    assert drifted.exit_code == 2 and "not the locked" in drifted.stderr
+    other = filled_protocol(tmp_path / "other.toml", "0" * 64)
+    elsewhere = CliRunner().invoke(main, [*score, "--protocol", str(other)])
+    assert elsewhere.exit_code == 2 and "is for the pack" in elsewhere.stderr
+    unlocked = CliRunner().invoke(main, score)
+    assert json.loads(unlocked.stdout)["rows"][0]["channel"] == "unlocked"
+    assert "exploratory and belong in no scored table" in unlocked.stderr

@@ -12,6 +12,7 @@ from regrade import api
 from regrade.results.records import CaseRecord
 from regrade.cli.app import library_errors, main, quiet
 from regrade.cli.options import chosen_engines, engines_option, format_option
+from regrade.refusal.protocol import TEMPLATE, ProtocolMismatch, load_protocol
 from regrade.refusal.score import PackDigestError
 from regrade.render.rows import render
 
@@ -89,7 +90,7 @@ def slice_build_command(dataset, ordinary, negative, seed, pack, key, engine_nam
     click.echo(made.digest)
 
 
-SCORE_COLUMNS = ["condition", "ordinary", "negative", "success_rate", "success_rate_interval", "abstention_accuracy",
+SCORE_COLUMNS = ["condition", "channel", "ordinary", "negative", "success_rate", "success_rate_interval", "abstention_accuracy",
                  "abstention_accuracy_interval", "invalid_completion_rate", "invalid_completion_rate_interval",
                  "false_abstain_rate", "false_abstain_rate_interval", "no_trace"]
 
@@ -101,12 +102,17 @@ SCORE_COLUMNS = ["condition", "ordinary", "negative", "success_rate", "success_r
 @click.option("--key", type=click.Path(path_type=Path, file_okay=False), default=None,
               help="The pack's key (default: the pack's folder name + .key).")
 @click.option("--expect-digest", metavar="DIGEST", help="Refuse (exit 2) unless the pack's digest is this one.")
+@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path, dir_okay=False, exists=True),
+              help="The locked protocol the run followed (regrade protocol init, lock): its channel labels every row.")
+@click.option("--protocol-digest", metavar="DIGEST",
+              help="With --protocol: refuse (exit 2) unless its digest is this one, as regrade protocol lock printed it.")
 @engines_option
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
               help="Processes that grade the ordinary tasks' outputs.")
 @format_option
 @library_errors
-def slice_score_command(pack, conditions, key, expect_digest, engine_names, workers, fmt):
+def slice_score_command(pack, conditions, key, expect_digest, protocol_file, protocol_digest, engine_names, workers,
+                        fmt):
     """Score outputs folders over a refusal-slice PACK: the four figures together.
 
     In an outputs folder, test case n of task ID is an output `<n>_<ID>_output.xlsx`
@@ -118,7 +124,10 @@ def slice_score_command(pack, conditions, key, expect_digest, engine_names, work
     abstention), each with its Wilson 95% interval. A case with both an output and an
     abstention is an invalid completion; a task with neither is counted as no_trace and
     said. A pack that does not match its manifest, or --expect-digest, is refused (exit
-    2). Outputs folders only, so far: not manifests, inspect_ai logs or Harbor jobs.
+    2), as is a --protocol whose digest is not --protocol-digest or whose pack is not
+    PACK. Every row carries the channel: the protocol's (scored or exploratory), or
+    unlocked without one. Outputs folders only, so far: not manifests, inspect_ai logs or
+    Harbor jobs; a run's own records are not yet checked against the protocol.
 
     \b
     Example:
@@ -130,14 +139,64 @@ def slice_score_command(pack, conditions, key, expect_digest, engine_names, work
         if not sep or not name or not folder:
             raise click.BadParameter(f"{text!r} is not NAME=DIR", param_hint="--condition")
         named[name] = Path(folder)
+    if protocol_digest is not None and protocol_file is None:
+        raise click.UsageError("--protocol-digest checks a --protocol file: pass it too")
     try:
-        figures = api.score_slice(pack, named, key, expect_digest, workers, chosen_engines(engine_names))
-    except PackDigestError as exc:
+        figures = api.score_slice(pack, named, key, expect_digest, workers, chosen_engines(engine_names),
+                                  protocol=protocol_file, protocol_digest=protocol_digest)
+    except (PackDigestError, ProtocolMismatch) as exc:
         click.echo(f"Error: {exc}", err=True)
         raise click.exceptions.Exit(2) from None
     rows = [f.row() for f in figures]
+    channel = figures[0].channel if figures else "unlocked"
+    if channel != "scored":
+        click.echo(f"channel {channel}: " + ("no locked protocol (--protocol): " if channel == "unlocked" else "")
+                   + "these figures are exploratory and belong in no scored table", err=True)
     click.echo(render(SCORE_COLUMNS, rows, fmt))
     for f in figures:
         if f.no_trace:
             click.echo(f"{f.condition}: {len(f.no_trace)} tasks left neither an output nor an abstention "
                        f"({', '.join(f.no_trace[:5])}): counted as no success and no abstention", err=True)
+
+
+@main.group("protocol")
+def protocol_group() -> None:
+    """A locked protocol: a scored run's settings, frozen and hashed before its first call.
+
+    \b
+    Example:
+      regrade protocol init -o protocol.toml
+      regrade protocol lock protocol.toml
+    """
+
+
+@protocol_group.command("init")
+@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), required=True,
+              help="The protocol file to write (refused if it exists).")
+def protocol_init_command(output):
+    """Write a protocol file with every field to fill: channel (scored or exploratory), the
+    pack's digest, the retry cap, the tools allowed, the route (model, provider) and the
+    decoding settings.
+
+    \b
+    Example:
+      regrade protocol init -o protocol.toml
+    """
+    if output.exists():
+        raise click.UsageError(f"{output} exists: a protocol is written once, then locked")
+    output.write_text(TEMPLATE, encoding="utf-8")
+    click.echo(f"wrote {output}: fill it in, then regrade protocol lock {output}", err=True)
+
+
+@protocol_group.command("lock")
+@click.argument("protocol_file", type=click.Path(path_type=Path, dir_okay=False, exists=True))
+@library_errors
+def protocol_lock_command(protocol_file):
+    """Check a protocol file and print its digest: the sha256 of its fields (comments and
+    layout do not change it; any value does). Pass it to `slice score --protocol-digest`.
+
+    \b
+    Example:
+      regrade protocol lock protocol.toml
+    """
+    click.echo(load_protocol(protocol_file).digest())

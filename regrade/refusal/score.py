@@ -26,12 +26,13 @@ Not read yet: manifests, inspect_ai logs and Harbor jobs; covariates; the locked
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
 from regrade.paired.stats import wilson
 from regrade.refusal.build import KEY, MANIFEST, SliceError, contents
+from regrade.refusal.protocol import check_protocol
 from regrade.results.records import CaseRecord
 from regrade.run import ResultCache, RescoreSettings, rescore_run
 from regrade.runs.cases import Case
@@ -69,9 +70,11 @@ class RefusalFigures:
     invalid_completion: Rate
     false_abstain: Rate
     no_trace: list[str] = field(default_factory=list)  # tasks with neither an output nor an abstention
+    channel: str = "unlocked"  # the locked protocol's channel (scored, exploratory), or unlocked: none given
 
     def row(self) -> dict[str, Any]:
-        row: dict[str, Any] = {"condition": self.condition, "ordinary": self.ordinary, "negative": self.negative}
+        row: dict[str, Any] = {"condition": self.condition, "channel": self.channel, "ordinary": self.ordinary,
+                               "negative": self.negative}
         for name, figure in (("success_rate", self.success), ("abstention_accuracy", self.abstention),
                              ("invalid_completion_rate", self.invalid_completion),
                              ("false_abstain_rate", self.false_abstain)):
@@ -100,9 +103,13 @@ def check_pack(folder: Path, expect_digest: str | None = None) -> str:
 
 def score_slice(pack: Path, key_folder: Path, conditions: dict[str, Path], settings: RescoreSettings,
                 expect_digest: str | None = None, workers: int = 1, cache: ResultCache | None = None,
-                on_record: Callable[[int, CaseRecord, bool], None] | None = None) -> list[RefusalFigures]:
-    """Each condition's figures over ``pack``, graded with the answers of ``key_folder``."""
+                on_record: Callable[[int, CaseRecord, bool], None] | None = None, protocol: Path | None = None,
+                protocol_digest: str | None = None) -> list[RefusalFigures]:
+    """Each condition's figures over ``pack``, graded with the answers of ``key_folder``; with a
+    ``protocol`` (:mod:`regrade.refusal.protocol`), checked against ``protocol_digest`` and the
+    pack, its channel labels them."""
     digest = check_pack(pack, expect_digest)
+    channel = check_protocol(protocol, protocol_digest, digest).channel if protocol is not None else "unlocked"
     key = json.loads((key_folder / KEY).read_text())
     if key.get("pack_digest") != digest:
         raise PackDigestError(f"the key in {key_folder} is of the pack {key.get('pack_digest')}, not of {digest}")
@@ -123,7 +130,7 @@ def score_slice(pack: Path, key_folder: Path, conditions: dict[str, Path], setti
                                       answer_position=str(record["answer_position"]),
                                       answer_sheet=record.get("answer_sheet") or None))
     graded = {(r.condition, r.task_id, r.case): r for r in rescore_run(cases, settings, workers, cache, on_record)}
-    return [_figures(condition, tasks, pack, traces, graded) for condition in conditions]
+    return [replace(_figures(condition, tasks, pack, traces, graded), channel=channel) for condition in conditions]
 
 
 def _figures(condition: str, tasks: dict[str, dict], pack: Path, traces: dict, graded: dict) -> RefusalFigures:
