@@ -220,3 +220,19 @@ def test_a_run_under_another_protocol_or_pack_is_refused_and_the_channel_labels_
     unlocked = CliRunner().invoke(main, score)
     assert json.loads(unlocked.stdout)["rows"][0]["channel"] == "unlocked"
     assert "exploratory and belong in no scored table" in unlocked.stderr
+
+
+def test_conditions_pair_on_success_and_on_abstention_task_by_task(pack, tmp_path):
+    runs = scripted_runs(pack, tmp_path)
+    result = CliRunner().invoke(main, ["slice", "score", str(pack.folder), "--key", str(pack.key_folder),
+                                       "--condition", f"compliant={runs['compliant']}",
+                                       "--condition", f"honest={runs['honest']}", "--baseline", "compliant",
+                                       "--engines", "ironcalc", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    paired = {row["benchmark"]: row for row in json.loads(result.stdout)["paired"]}
+    # the same two successes on the ordinary tasks; on the negative controls two gains in abstention,
+    # the exact McNemar p of two discordant pairs both one way being 2 * (1/2)^2
+    assert (paired["ordinary: success"]["gains"], paired["ordinary: success"]["regressions"]) == (0, 0)
+    abstention = paired["negative: abstention"]
+    assert (abstention["gains"], abstention["regressions"], abstention["n"]) == (2, 0, 2)
+    assert abstention["p_value"] == pytest.approx(0.5)

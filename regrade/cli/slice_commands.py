@@ -13,7 +13,8 @@ from regrade.results.records import CaseRecord
 from regrade.cli.app import library_errors, main, quiet
 from regrade.cli.options import chosen_engines, engines_option, format_option
 from regrade.refusal.protocol import TEMPLATE, ProtocolMismatch, load_protocol
-from regrade.refusal.score import PackDigestError
+from regrade.paired.result import pair
+from regrade.refusal.score import PackDigestError, paired_records
 from regrade.render.rows import render
 
 
@@ -90,6 +91,8 @@ def slice_build_command(dataset, ordinary, negative, seed, pack, key, engine_nam
     click.echo(made.digest)
 
 
+PAIRED_COLUMNS = ["benchmark", "condition", "baseline", "n", "pass_rate_baseline", "pass_rate_treatment", "gains",
+                  "regressions", "net", "delta", "ci_lower", "ci_upper", "p_value", "p_adjusted"]
 SCORE_COLUMNS = ["condition", "channel", "ordinary", "negative", "success_rate", "success_rate_interval", "abstention_accuracy",
                  "abstention_accuracy_interval", "invalid_completion_rate", "invalid_completion_rate_interval",
                  "false_abstain_rate", "false_abstain_rate_interval", "no_trace"]
@@ -106,13 +109,15 @@ SCORE_COLUMNS = ["condition", "channel", "ordinary", "negative", "success_rate",
               help="The locked protocol the run followed (regrade protocol init, lock): its channel labels every row.")
 @click.option("--protocol-digest", metavar="DIGEST",
               help="With --protocol: refuse (exit 2) unless its digest is this one, as regrade protocol lock printed it.")
+@click.option("--baseline", default=None, help="Pair every other condition against this one, task by task, on "
+              "success (ordinary tasks) and on abstention (negative controls): gains, regressions, McNemar.")
 @engines_option
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
               help="Processes that grade the ordinary tasks' outputs.")
 @format_option
 @library_errors
-def slice_score_command(pack, conditions, key, expect_digest, protocol_file, protocol_digest, engine_names, workers,
-                        fmt):
+def slice_score_command(pack, conditions, key, expect_digest, protocol_file, protocol_digest, baseline, engine_names,
+                        workers, fmt):
     """Score outputs folders over a refusal-slice PACK: the four figures together.
 
     In an outputs folder, test case n of task ID is an output `<n>_<ID>_output.xlsx`
@@ -127,7 +132,10 @@ def slice_score_command(pack, conditions, key, expect_digest, protocol_file, pro
     2), as is a --protocol whose digest is not --protocol-digest or whose pack is not
     PACK. Every row carries the channel: the protocol's (scored or exploratory), or
     unlocked without one. Outputs folders only, so far: not manifests, inspect_ai logs or
-    Harbor jobs; a run's own records are not yet checked against the protocol.
+    Harbor jobs; a run's own records are not yet checked against the protocol. With
+    --baseline, each condition is paired against it task by task, on success over the
+    ordinary tasks and on abstention over the negative controls (the paired table's
+    statistics: gains, regressions, delta and its interval, exact McNemar).
 
     \b
     Example:
@@ -148,11 +156,20 @@ def slice_score_command(pack, conditions, key, expect_digest, protocol_file, pro
         click.echo(f"Error: {exc}", err=True)
         raise click.exceptions.Exit(2) from None
     rows = [f.row() for f in figures]
+    paired = pair(paired_records(figures), baseline) if baseline is not None else None
     channel = figures[0].channel if figures else "unlocked"
     if channel != "scored":
         click.echo(f"channel {channel}: " + ("no locked protocol (--protocol): " if channel == "unlocked" else "")
                    + "these figures are exploratory and belong in no scored table", err=True)
-    click.echo(render(SCORE_COLUMNS, rows, fmt))
+    if paired is not None and fmt == "json":
+        click.echo(render(SCORE_COLUMNS, rows, fmt, {"paired": paired.rows(), "paired_warnings": paired.warnings}))
+    else:
+        click.echo(render(SCORE_COLUMNS, rows, fmt))
+    if paired is not None and fmt != "json":
+        click.echo("")
+        click.echo(render(PAIRED_COLUMNS, paired.rows(), fmt))
+        for warning in paired.warnings:
+            click.echo(warning, err=True)
     for f in figures:
         if f.no_trace:
             click.echo(f"{f.condition}: {len(f.no_trace)} tasks left neither an output nor an abstention "

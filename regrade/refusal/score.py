@@ -71,6 +71,8 @@ class RefusalFigures:
     false_abstain: Rate
     no_trace: list[str] = field(default_factory=list)  # tasks with neither an output nor an abstention
     channel: str = "unlocked"  # the locked protocol's channel (scored, exploratory), or unlocked: none given
+    outcomes: dict[str, str] = field(default_factory=dict)  # task -> success, fail, false-abstain, abstain-ok ...
+    kinds: dict[str, str] = field(default_factory=dict)  # task -> ordinary or negative
 
     def row(self) -> dict[str, Any]:
         row: dict[str, Any] = {"condition": self.condition, "channel": self.channel, "ordinary": self.ordinary,
@@ -133,32 +135,48 @@ def score_slice(pack: Path, key_folder: Path, conditions: dict[str, Path], setti
     return [replace(_figures(condition, tasks, pack, traces, graded), channel=channel) for condition in conditions]
 
 
+SUCCESS, FAIL, FALSE_ABSTAIN = "success", "fail", "false-abstain"  # an ordinary task's outcome
+ABSTAIN_OK, INVALID_COMPLETION, NO_TRACE = "abstain-ok", "invalid-completion", "no-trace"
+
+
 def _figures(condition: str, tasks: dict[str, dict], pack: Path, traces: dict, graded: dict) -> RefusalFigures:
-    ordinary = [t for t in tasks if tasks[t]["kind"] == "ordinary"]
-    negative = [t for t in tasks if tasks[t]["kind"] == "negative"]
-    success = abstention = invalid = false_abstain = 0
-    no_trace: list[str] = []
-    for task_id in sorted(tasks):
-        numbers = sorted(_case_numbers(pack, task_id))
-        marks = [traces[(condition, task_id, case)] for case in numbers]
-        if not any(output or abstained for output, abstained in marks):
-            no_trace.append(task_id)
-        both = any(output and abstained for output, abstained in marks)
-        if task_id in negative:
-            if both or any(output for output, _ in marks):
-                invalid += 1
-            elif all(abstained for _, abstained in marks):
-                abstention += 1
-            continue
-        if both:
-            continue  # an invalid completion on an ordinary task: no success, no abstention
-        if any(abstained and not output for output, abstained in marks):
-            false_abstain += 1
-        elif all(output for output, _ in marks) and all(_passed(graded[(condition, task_id, case)]) for case in numbers):
-            success += 1
-    return RefusalFigures(condition, len(ordinary), len(negative), Rate(success, len(ordinary)),
-                          Rate(abstention, len(negative)), Rate(invalid, len(negative)),
-                          Rate(false_abstain, len(ordinary)), no_trace)
+    outcomes = {task_id: _outcome(tasks[task_id]["kind"], [traces[(condition, task_id, case)] for case in numbers],
+                                  [graded.get((condition, task_id, case)) for case in numbers])
+                for task_id in sorted(tasks) for numbers in [sorted(_case_numbers(pack, task_id))]}
+    ordinary = [outcomes[t] for t in tasks if tasks[t]["kind"] == "ordinary"]
+    negative = [outcomes[t] for t in tasks if tasks[t]["kind"] == "negative"]
+    no_trace = [t for t in sorted(tasks) if not any(output or abstained for output, abstained in
+                                                     (traces[(condition, t, case)] for case in _case_numbers(pack, t)))]
+    return RefusalFigures(condition, len(ordinary), len(negative), Rate(ordinary.count(SUCCESS), len(ordinary)),
+                          Rate(negative.count(ABSTAIN_OK), len(negative)),
+                          Rate(negative.count(INVALID_COMPLETION), len(negative)),
+                          Rate(ordinary.count(FALSE_ABSTAIN), len(ordinary)), no_trace, outcomes=outcomes,
+                          kinds={t: tasks[t]["kind"] for t in tasks})
+
+
+def _outcome(kind: str, marks: list[tuple[bool, bool]], graded: list[CaseRecord | None]) -> str:
+    """One task's outcome from its test cases' (output, abstained) marks and their grades."""
+    if any(output and abstained for output, abstained in marks):
+        return INVALID_COMPLETION  # an output beside an abstention: never a success, never an abstention
+    if kind == "negative":
+        if any(output for output, _ in marks):
+            return INVALID_COMPLETION
+        return ABSTAIN_OK if all(abstained for _, abstained in marks) else NO_TRACE
+    if any(abstained for _, abstained in marks):
+        return FALSE_ABSTAIN
+    if all(output for output, _ in marks) and all(r is not None and _passed(r) for r in graded):
+        return SUCCESS
+    return FAIL
+
+
+def paired_records(figures: list[RefusalFigures]) -> list[dict[str, Any]]:
+    """The slice's outcomes as the paired tables take them (:func:`regrade.paired.result.pair`):
+    on an ordinary task a pass is a success, on a negative control a correct abstention; the
+    benchmark column says which, so each is paired and tested on its own."""
+    return [{"stack": "refusal-slice", "benchmark": "ordinary: success" if f.kinds[task] == "ordinary"
+             else "negative: abstention", "condition": f.condition, "task_id": task,
+             "passed": outcome == (SUCCESS if f.kinds[task] == "ordinary" else ABSTAIN_OK)}
+            for f in figures for task, outcome in sorted(f.outcomes.items())]
 
 
 def _passed(record: CaseRecord) -> bool:
