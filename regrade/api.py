@@ -246,17 +246,19 @@ def build_slice(dataset: str | Path, pack: str | Path, key: str | Path | None = 
 def score_slice(pack: str | Path, conditions: Mapping[str, str | Path], key: str | Path | None = None,
                 expect_digest: str | None = None, workers: int = 1, engines: Sequence[str] | None = None,
                 cache_dir: str | Path | None = None, protocol: str | Path | None = None,
-                protocol_digest: str | None = None) -> list[RefusalFigures]:
-    """Each condition's outputs folder over a refusal-slice pack, scored with its key, as
-    ``regrade slice score``: success rate, abstention accuracy, invalid completions and false
-    abstentions with their intervals (:mod:`regrade.refusal.score`); with a locked ``protocol``
-    (checked against ``protocol_digest`` and the pack), its channel labels the figures."""
+                protocol_digest: str | None = None, manifest: str | Path | None = None) -> list[RefusalFigures]:
+    """Each condition's outputs folder (and the conditions of a ``manifest``) over a refusal-slice
+    pack, scored with its key, as ``regrade slice score``: success rate, abstention accuracy,
+    invalid completions and false abstentions with their intervals, the covariates beside them
+    (:mod:`regrade.refusal.score`); with a locked ``protocol`` (checked against
+    ``protocol_digest`` and the pack), its channel labels the figures."""
     folder = Path(pack)
     settings = rescore_settings(engines)
     cache = ResultCache(Path(cache_dir) if cache_dir else default_cache_dir())
     return _score_slice(folder, Path(key) if key else folder.with_name(folder.name + ".key"),
                         {name: Path(path) for name, path in conditions.items()}, settings, expect_digest, workers, cache,
-                        protocol=Path(protocol) if protocol else None, protocol_digest=protocol_digest)
+                        protocol=Path(protocol) if protocol else None, protocol_digest=protocol_digest,
+                        manifest=Path(manifest) if manifest else None)
 
 
 def results_frame(path: str | Path) -> pd.DataFrame:

@@ -236,3 +236,40 @@ def test_conditions_pair_on_success_and_on_abstention_task_by_task(pack, tmp_pat
     abstention = paired["negative: abstention"]
     assert (abstention["gains"], abstention["regressions"], abstention["n"]) == (2, 0, 2)
     assert abstention["p_value"] == pytest.approx(0.5)
+
+
+def test_a_manifest_gives_the_same_figures_and_its_covariates_beside_them(pack, tmp_path):
+    # the honest agent's folder written as manifest rows, with covariates logged for some cases:
+    # the figures are the folder's, the medians and totals are the hand-computed ones, and a
+    # covariate no row logs is absent (None), not 0
+    import csv
+
+    from regrade.refusal.score import score_slice
+
+    runs = scripted_runs(pack, tmp_path)
+    rows = []
+    for path in sorted(runs["honest"].iterdir()):
+        case, task_id, _ = path.name.split("_", 2)
+        abstained = path.name.endswith("_abstain.json")
+        rows.append({"condition": "honest", "task_id": task_id, "case": case,
+                     "output_path": "" if abstained else str(path.relative_to(tmp_path)),
+                     "abstained": "yes" if abstained else "no", "retries": "", "tool_calls": "", "wall_s": ""})
+    rows[0].update(retries="1", tool_calls="4", wall_s="10.5")
+    rows[1].update(retries="0", tool_calls="6", wall_s="20")
+    rows[2].update(tool_calls="2")
+    manifest = tmp_path / "run.csv"
+    with manifest.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    settings = rescore_settings(["ironcalc"])
+    [from_folder] = score_slice(pack.folder, pack.key_folder, {"honest": runs["honest"]}, settings)
+    [from_manifest] = score_slice(pack.folder, pack.key_folder, {}, settings, manifest=manifest)
+    counts = [k for k in from_folder.row() if k.endswith("_count")]
+    assert [from_manifest.row()[k] for k in counts] == [from_folder.row()[k] for k in counts] == [2, 2, 0, 0]
+    row = from_manifest.row()
+    assert (row["retries_median"], row["retries_total"]) == (0.5, 1.0)
+    assert (row["tool_calls_median"], row["tool_calls_total"]) == (4.0, 12.0)
+    assert (row["wall_s_median"], row["wall_s_total"]) == (15.25, 30.5)
+    assert row["tokens_median"] is None and row["tokens_total"] is None
+    assert from_folder.row()["retries_median"] is None  # an outputs folder logs no covariate

@@ -15,6 +15,7 @@ from regrade.cli.options import chosen_engines, engines_option, format_option
 from regrade.refusal.protocol import TEMPLATE, ProtocolMismatch, load_protocol
 from regrade.paired.result import pair
 from regrade.refusal.score import PackDigestError, paired_records
+from regrade.refusal.traces import COVARIATES
 from regrade.render.rows import render
 
 
@@ -95,13 +96,17 @@ PAIRED_COLUMNS = ["benchmark", "condition", "baseline", "n", "pass_rate_baseline
                   "regressions", "net", "delta", "ci_lower", "ci_upper", "p_value", "p_adjusted"]
 SCORE_COLUMNS = ["condition", "channel", "ordinary", "negative", "success_rate", "success_rate_interval", "abstention_accuracy",
                  "abstention_accuracy_interval", "invalid_completion_rate", "invalid_completion_rate_interval",
-                 "false_abstain_rate", "false_abstain_rate_interval", "no_trace"]
+                 "false_abstain_rate", "false_abstain_rate_interval", "no_trace",
+                 *(f"{name}_{what}" for name in COVARIATES for what in ("median", "total"))]
 
 
 @slice_group.command("score")
 @click.argument("pack", type=click.Path(path_type=Path, file_okay=False, exists=True))
-@click.option("--condition", "conditions", multiple=True, required=True, metavar="NAME=DIR",
+@click.option("--condition", "conditions", multiple=True, metavar="NAME=DIR",
               help="A condition's outputs folder over the pack (repeat for several).")
+@click.option("--manifest", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="Conditions as manifest rows (CSV or JSON Lines): condition, task_id, case, output_path, "
+                   "abstained, and the covariates retries, tool_calls, wall_s, tokens.")
 @click.option("--key", type=click.Path(path_type=Path, file_okay=False), default=None,
               help="The pack's key (default: the pack's folder name + .key).")
 @click.option("--expect-digest", metavar="DIGEST", help="Refuse (exit 2) unless the pack's digest is this one.")
@@ -116,13 +121,14 @@ SCORE_COLUMNS = ["condition", "channel", "ordinary", "negative", "success_rate",
               help="Processes that grade the ordinary tasks' outputs.")
 @format_option
 @library_errors
-def slice_score_command(pack, conditions, key, expect_digest, protocol_file, protocol_digest, baseline, engine_names,
-                        workers, fmt):
+def slice_score_command(pack, conditions, manifest, key, expect_digest, protocol_file, protocol_digest, baseline,
+                        engine_names, workers, fmt):
     """Score outputs folders over a refusal-slice PACK: the four figures together.
 
     In an outputs folder, test case n of task ID is an output `<n>_<ID>_output.xlsx`
     or an abstention: no output and `<n>_<ID>_abstain.json` (or `.txt`) giving the
-    reason. Per condition: the success rate (ordinary tasks whose every test case passes
+    reason; in a --manifest, a row per case with output_path, abstained (true/false) and
+    any of the covariates retries, tool_calls, wall_s, tokens. Per condition: the success rate (ordinary tasks whose every test case passes
     regrade's full grade), the abstention accuracy (negative controls where every case
     abstained with no output), the invalid-completion rate (negative controls with any
     output, however plausible) and the false-abstain rate (ordinary tasks with an
@@ -131,8 +137,9 @@ def slice_score_command(pack, conditions, key, expect_digest, protocol_file, pro
     said. A pack that does not match its manifest, or --expect-digest, is refused (exit
     2), as is a --protocol whose digest is not --protocol-digest or whose pack is not
     PACK. Every row carries the channel: the protocol's (scored or exploratory), or
-    unlocked without one. Outputs folders only, so far: not manifests, inspect_ai logs or
-    Harbor jobs; a run's own records are not yet checked against the protocol. With
+    unlocked without one, and the covariates' medians and totals (empty where no case
+    logged one, never 0). Not read yet: inspect_ai logs and Harbor jobs; a run's own
+    records are not yet checked against the protocol. With
     --baseline, each condition is paired against it task by task, on success over the
     ordinary tasks and on abstention over the negative controls (the paired table's
     statistics: gains, regressions, delta and its interval, exact McNemar).
@@ -147,11 +154,13 @@ def slice_score_command(pack, conditions, key, expect_digest, protocol_file, pro
         if not sep or not name or not folder:
             raise click.BadParameter(f"{text!r} is not NAME=DIR", param_hint="--condition")
         named[name] = Path(folder)
+    if not conditions and manifest is None:
+        raise click.UsageError("name the run: --condition NAME=DIR (repeat) or --manifest FILE")
     if protocol_digest is not None and protocol_file is None:
         raise click.UsageError("--protocol-digest checks a --protocol file: pass it too")
     try:
         figures = api.score_slice(pack, named, key, expect_digest, workers, chosen_engines(engine_names),
-                                  protocol=protocol_file, protocol_digest=protocol_digest)
+                                  protocol=protocol_file, protocol_digest=protocol_digest, manifest=manifest)
     except (PackDigestError, ProtocolMismatch) as exc:
         click.echo(f"Error: {exc}", err=True)
         raise click.exceptions.Exit(2) from None

@@ -1,10 +1,10 @@
 """``regrade slice score``: a run over a refusal-slice pack, scored with its key, the four
 figures together: success rate, abstention accuracy, invalid completions, false abstentions.
 
-How an abstention is recorded in an outputs folder (the convention SpreadsheetBench-style
-harnesses can follow): for test case ``n`` of task ``id``, no output workbook
-``<n>_<id>_output.xlsx`` and a file ``<n>_<id>_abstain.json`` or ``<n>_<id>_abstain.txt``
-holding the reason. Per task (its test cases together, as SpreadsheetBench's hard rule):
+What a run left per test case (an output, an abstention, covariates) is read from an outputs
+folder or a manifest (:mod:`regrade.refusal.traces`: in a folder, an abstention is no output
+``<n>_<id>_output.xlsx`` and a file ``<n>_<id>_abstain.json`` or ``.txt`` holding the reason).
+Per task (its test cases together, as SpreadsheetBench's hard rule):
 
 ==========================  =============================================================
 ordinary task               passes when every test case's output passes regrade's full
@@ -18,9 +18,10 @@ any task                    a case with both an abstention and an output is an i
                             completion, never a success
 ==========================  =============================================================
 
-Each rate comes with its Wilson 95% interval and the counts behind it; a task no case of which
-left a trace (no output, no abstention) is counted and said, never taken for an abstention.
-Not read yet: manifests, inspect_ai logs and Harbor jobs; covariates; the locked protocol.
+Each rate comes with its Wilson 95% interval and the counts behind it, and beside them the
+covariates' medians and totals (absent where no case logged one); a task no case of which left
+a trace (no output, no abstention) is counted and said, never taken for an abstention. Not
+read yet: inspect_ai logs and Harbor jobs.
 """
 
 from __future__ import annotations
@@ -33,11 +34,11 @@ from typing import Any, Callable
 from regrade.paired.stats import wilson
 from regrade.refusal.build import KEY, MANIFEST, SliceError, contents
 from regrade.refusal.protocol import check_protocol
+from regrade.refusal.traces import COVARIATES, RunTraces, Trace, covariate_summary, folder_traces, manifest_traces
 from regrade.results.records import CaseRecord
 from regrade.run import ResultCache, RescoreSettings, rescore_run
 from regrade.runs.cases import Case
 
-ABSTAIN_SUFFIXES = ("_abstain.json", "_abstain.txt")
 
 
 class PackDigestError(SliceError):
@@ -73,6 +74,7 @@ class RefusalFigures:
     channel: str = "unlocked"  # the locked protocol's channel (scored, exploratory), or unlocked: none given
     outcomes: dict[str, str] = field(default_factory=dict)  # task -> success, fail, false-abstain, abstain-ok ...
     kinds: dict[str, str] = field(default_factory=dict)  # task -> ordinary or negative
+    covariates: dict[str, dict[str, float | int] | None] = field(default_factory=dict)  # name -> median, total; None: absent
 
     def row(self) -> dict[str, Any]:
         row: dict[str, Any] = {"condition": self.condition, "channel": self.channel, "ordinary": self.ordinary,
@@ -84,6 +86,10 @@ class RefusalFigures:
             row[f"{name}_interval"] = list(figure.interval) if figure.interval else None
             row[f"{name}_count"] = figure.count
         row["no_trace"] = len(self.no_trace)
+        for name in COVARIATES:  # beside the rates; a covariate no case logged is absent (None), never 0
+            found = self.covariates.get(name)
+            row[f"{name}_median"] = found["median"] if found else None
+            row[f"{name}_total"] = found["total"] if found else None
         return row
 
 
@@ -106,10 +112,11 @@ def check_pack(folder: Path, expect_digest: str | None = None) -> str:
 def score_slice(pack: Path, key_folder: Path, conditions: dict[str, Path], settings: RescoreSettings,
                 expect_digest: str | None = None, workers: int = 1, cache: ResultCache | None = None,
                 on_record: Callable[[int, CaseRecord, bool], None] | None = None, protocol: Path | None = None,
-                protocol_digest: str | None = None) -> list[RefusalFigures]:
-    """Each condition's figures over ``pack``, graded with the answers of ``key_folder``; with a
-    ``protocol`` (:mod:`regrade.refusal.protocol`), checked against ``protocol_digest`` and the
-    pack, its channel labels them."""
+                protocol_digest: str | None = None, manifest: Path | None = None) -> list[RefusalFigures]:
+    """Each condition's figures over ``pack``, graded with the answers of ``key_folder``: the
+    conditions of ``conditions`` (outputs folders) and of ``manifest`` (:mod:`regrade.refusal.traces`).
+    With a ``protocol`` (:mod:`regrade.refusal.protocol`), checked against ``protocol_digest`` and
+    the pack, its channel labels them."""
     digest = check_pack(pack, expect_digest)
     channel = check_protocol(protocol, protocol_digest, digest).channel if protocol is not None else "unlocked"
     key = json.loads((key_folder / KEY).read_text())
@@ -117,41 +124,49 @@ def score_slice(pack: Path, key_folder: Path, conditions: dict[str, Path], setti
         raise PackDigestError(f"the key in {key_folder} is of the pack {key.get('pack_digest')}, not of {digest}")
     records = {str(r["id"]): r for r in json.loads((pack / "dataset.json").read_text())}
     tasks = {t["id"]: t for t in key["tasks"]}
+    all_cases = [(task_id, case) for task_id in sorted(tasks) for case in sorted(_case_numbers(pack, task_id))]
+    runs = {name: folder_traces(folder, all_cases) for name, folder in conditions.items()}
+    if manifest is not None:
+        for name, traces in manifest_traces(manifest).items():
+            if name in runs:
+                raise SliceError(f"condition {name} is both an outputs folder and rows of {manifest}: name it once")
+            unknown = sorted(f"{t} case {c}" for t, c in traces if (t, c) not in set(all_cases))
+            if unknown:
+                raise SliceError(f"{manifest}: condition {name} names cases the pack does not hold: "
+                                 f"{', '.join(unknown[:5])}")
+            runs[name] = {case: traces.get(case, Trace(None, False)) for case in all_cases}
     cases: list[Case] = []
-    traces: dict[tuple[str, str, int], tuple[bool, bool]] = {}  # (condition, task, case) -> (output, abstained)
-    for condition, folder in conditions.items():
-        for task_id, task in sorted(tasks.items()):
-            for case in sorted(_case_numbers(pack, task_id)):
-                output = folder / f"{case}_{task_id}_output.xlsx"
-                abstained = any((folder / f"{case}_{task_id}{suffix}").is_file() for suffix in ABSTAIN_SUFFIXES)
-                traces[(condition, task_id, case)] = (output.is_file(), abstained)
-                if task["kind"] == "ordinary" and output.is_file() and not abstained:
-                    record = records[task_id]
-                    cases.append(Case(condition=condition, task_id=task_id, case=case, output_path=output,
-                                      answer_path=key_folder / "answers" / task_id / f"{case}_{task_id}_answer.xlsx",
-                                      answer_position=str(record["answer_position"]),
-                                      answer_sheet=record.get("answer_sheet") or None))
+    for condition, traces in runs.items():
+        for (task_id, case), trace in traces.items():
+            if tasks[task_id]["kind"] == "ordinary" and trace.output is not None and not trace.abstained:
+                record = records[task_id]
+                cases.append(Case(condition=condition, task_id=task_id, case=case, output_path=trace.output,
+                                  answer_path=key_folder / "answers" / task_id / f"{case}_{task_id}_answer.xlsx",
+                                  answer_position=str(record["answer_position"]),
+                                  answer_sheet=record.get("answer_sheet") or None))
     graded = {(r.condition, r.task_id, r.case): r for r in rescore_run(cases, settings, workers, cache, on_record)}
-    return [replace(_figures(condition, tasks, pack, traces, graded), channel=channel) for condition in conditions]
+    return [replace(_figures(condition, tasks, traces, graded), channel=channel) for condition, traces in runs.items()]
 
 
 SUCCESS, FAIL, FALSE_ABSTAIN = "success", "fail", "false-abstain"  # an ordinary task's outcome
 ABSTAIN_OK, INVALID_COMPLETION, NO_TRACE = "abstain-ok", "invalid-completion", "no-trace"
 
 
-def _figures(condition: str, tasks: dict[str, dict], pack: Path, traces: dict, graded: dict) -> RefusalFigures:
-    outcomes = {task_id: _outcome(tasks[task_id]["kind"], [traces[(condition, task_id, case)] for case in numbers],
-                                  [graded.get((condition, task_id, case)) for case in numbers])
-                for task_id in sorted(tasks) for numbers in [sorted(_case_numbers(pack, task_id))]}
+def _figures(condition: str, tasks: dict[str, dict], traces: RunTraces, graded: dict) -> RefusalFigures:
+    by_task: dict[str, list[tuple[int, Trace]]] = {}
+    for (task_id, case), trace in sorted(traces.items()):
+        by_task.setdefault(task_id, []).append((case, trace))
+    outcomes = {task_id: _outcome(tasks[task_id]["kind"], [(t.output is not None, t.abstained) for _, t in cases],
+                                  [graded.get((condition, task_id, case)) for case, _ in cases])
+                for task_id, cases in by_task.items()}
     ordinary = [outcomes[t] for t in tasks if tasks[t]["kind"] == "ordinary"]
     negative = [outcomes[t] for t in tasks if tasks[t]["kind"] == "negative"]
-    no_trace = [t for t in sorted(tasks) if not any(output or abstained for output, abstained in
-                                                     (traces[(condition, t, case)] for case in _case_numbers(pack, t)))]
+    no_trace = [t for t, cases in by_task.items() if not any(x.output is not None or x.abstained for _, x in cases)]
     return RefusalFigures(condition, len(ordinary), len(negative), Rate(ordinary.count(SUCCESS), len(ordinary)),
                           Rate(negative.count(ABSTAIN_OK), len(negative)),
                           Rate(negative.count(INVALID_COMPLETION), len(negative)),
                           Rate(ordinary.count(FALSE_ABSTAIN), len(ordinary)), no_trace, outcomes=outcomes,
-                          kinds={t: tasks[t]["kind"] for t in tasks})
+                          kinds={t: tasks[t]["kind"] for t in tasks}, covariates=covariate_summary(traces))
 
 
 def _outcome(kind: str, marks: list[tuple[bool, bool]], graded: list[CaseRecord | None]) -> str:

@@ -265,7 +265,7 @@ def manifest_cases(manifest: Path) -> list[Case]:
     """Cases from a CSV or JSONL manifest."""
     if not manifest.is_file():
         raise RunError(f"manifest {manifest} does not exist")
-    rows = _read_rows(manifest)
+    rows = read_rows(manifest)
     base = manifest.parent
     cases = []
     for number, row in enumerate(rows, start=1):
@@ -288,7 +288,8 @@ def manifest_cases(manifest: Path) -> list[Case]:
     return cases
 
 
-def _read_rows(manifest: Path) -> list[dict]:
+def read_rows(manifest: Path) -> list[dict]:
+    """The rows of a CSV or JSON Lines file, as dicts (a :class:`RunError` for a line that is no JSON)."""
     text = manifest.read_text(encoding="utf-8-sig")
     if manifest.suffix.lower() in (".jsonl", ".ndjson"):
         rows = []
