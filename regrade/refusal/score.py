@@ -74,7 +74,7 @@ class RefusalFigures:
     channel: str = "unlocked"  # the locked protocol's channel (scored, exploratory), or unlocked: none given
     outcomes: dict[str, str] = field(default_factory=dict)  # task -> success, fail, false-abstain, abstain-ok ...
     kinds: dict[str, str] = field(default_factory=dict)  # task -> ordinary or negative
-    covariates: dict[str, dict[str, float | int] | None] = field(default_factory=dict)  # name -> median, total; None: absent
+    covariates: dict[str, dict[str, float | int] | None] = field(default_factory=dict)  # None: no case logged it
 
     def row(self) -> dict[str, Any]:
         row: dict[str, Any] = {"condition": self.condition, "channel": self.channel, "ordinary": self.ordinary,
@@ -119,6 +119,11 @@ def score_slice(pack: Path, key_folder: Path, conditions: dict[str, Path], setti
     the pack, its channel labels them."""
     digest = check_pack(pack, expect_digest)
     channel = check_protocol(protocol, protocol_digest, digest).channel if protocol is not None else "unlocked"
+    if not (key_folder / KEY).is_file():
+        raise SliceError(f"{key_folder} holds no {KEY}: name the pack's key with --key (regrade slice build wrote it)")
+    missing = [f"{name}={folder}" for name, folder in conditions.items() if not folder.is_dir()]
+    if missing:
+        raise SliceError(f"no outputs folder at {', '.join(missing)}")
     key = json.loads((key_folder / KEY).read_text())
     if key.get("pack_digest") != digest:
         raise PackDigestError(f"the key in {key_folder} is of the pack {key.get('pack_digest')}, not of {digest}")
