@@ -99,7 +99,7 @@ def rescore(dataset: str | Path | None = None, conditions: Mapping[str, str | Pa
     left_out = run.left_out.to_json()
     settings = rescore_settings(engines, quorum, policy, shallow, timeout_s)
     made_by = {**(command or {"command": "api.rescore"}), "tasks_with_outputs": tasks_with_outputs}
-    store = ResultCache(Path(cache_dir) if cache_dir else default_cache_dir()) if cache else None
+    store = _cache(cache_dir) if cache else None
     if output is not None:
         provenance, records = rescore_to_file(run.cases, settings, Path(output), workers, store, on_record,
                                               command=made_by, described_by=run.described_by, executor=executor,
@@ -124,15 +124,11 @@ def diff_listing(results: Results | str | Path, by: Literal["summary", "cells", 
                  ) -> _diff.DiffListing:
     """:func:`diff` as data: the listing's rows and columns, the results file's provenance and
     what a reader should know of it (another version, no provenance), as ``regrade diff`` says."""
-    if isinstance(results, Results):
-        read, warnings = results, []
-    else:
-        read = Results.read_rescored(Path(results))
-        provenance = read.provenance.model_dump() if read.provenance is not None else None
-        warnings = results_warnings(Path(results), provenance)
+    read = results if isinstance(results, Results) else Results.read_rescored(Path(results))
+    provenance = read.provenance.model_dump() if read.provenance is not None else None
+    warnings = [] if isinstance(results, Results) else results_warnings(Path(results), provenance)
     rows, columns = _diff.listing(read.cases, by)
-    made = read.provenance.model_dump() if read.provenance is not None else None
-    return _diff.DiffListing(by, rows, columns, made, warnings)
+    return _diff.DiffListing(by, rows, columns, provenance, warnings)
 
 
 def table(sources: Sequence[str | Path], baseline: str = "none", ci: str = "newcombe", alpha: float = 0.05,
@@ -223,7 +219,7 @@ def generate_controls(dataset: str | Path, folder: str | Path, tasks: int | None
     is called as each test case's controls are written, ``on_check(count)`` once they are, and
     what it returns as each of the ``count`` controls is checked."""
     settings = rescore_settings(engines)
-    cache = ResultCache(Path(cache_dir) if cache_dir else default_cache_dir())
+    cache = _cache(cache_dir)
     return _generate_pack(Path(dataset), Path(folder), settings, tasks, seed, workers, cache, on_case, on_check,
                           executor=executor, scheduler=scheduler)
 
@@ -237,10 +233,9 @@ def build_slice(dataset: str | Path, pack: str | Path, key: str | Path | None = 
     ``pack``, its key apart in ``key`` (default: the pack's folder name + ``.key``); see
     :mod:`regrade.refusal.build`. ``on_check`` is called as each negative control's check is graded."""
     settings = rescore_settings(engines)
-    cache = ResultCache(Path(cache_dir) if cache_dir else default_cache_dir())
-    folder = Path(pack)
-    return _build_slice(Path(dataset), folder, Path(key) if key else folder.with_name(folder.name + ".key"), ordinary,
-                        negative, settings, seed, workers, cache, on_check)
+    cache = _cache(cache_dir)
+    return _build_slice(Path(dataset), Path(pack), _key_folder(pack, key), ordinary, negative, settings, seed, workers,
+                        cache, on_check)
 
 
 def score_slice(pack: str | Path, conditions: Mapping[str, str | Path], key: str | Path | None = None,
@@ -252,10 +247,9 @@ def score_slice(pack: str | Path, conditions: Mapping[str, str | Path], key: str
     invalid completions and false abstentions with their intervals, the covariates beside them
     (:mod:`regrade.refusal.score`); with a locked ``protocol`` (checked against
     ``protocol_digest`` and the pack), its channel labels the figures."""
-    folder = Path(pack)
     settings = rescore_settings(engines)
-    cache = ResultCache(Path(cache_dir) if cache_dir else default_cache_dir())
-    return _score_slice(folder, Path(key) if key else folder.with_name(folder.name + ".key"),
+    cache = _cache(cache_dir)
+    return _score_slice(Path(pack), _key_folder(pack, key),
                         {name: Path(path) for name, path in conditions.items()}, settings, expect_digest, workers, cache,
                         protocol=Path(protocol) if protocol else None, protocol_digest=protocol_digest,
                         manifest=Path(manifest) if manifest else None)
@@ -266,6 +260,16 @@ def results_frame(path: str | Path) -> pd.DataFrame:
     outcomes file's ``passed`` is its ``original_pass``)."""
     _, records = read_outcomes(Path(path))
     return pd.DataFrame([r.model_dump() for r in records])
+
+
+def _cache(cache_dir: str | Path | None) -> ResultCache:
+    """The results cache in ``cache_dir``, or in the default one."""
+    return ResultCache(Path(cache_dir) if cache_dir else default_cache_dir())
+
+
+def _key_folder(pack: str | Path, key: str | Path | None) -> Path:
+    """A refusal-slice pack's key: ``key``, or beside the pack, its folder name + ``.key``."""
+    return Path(key) if key else Path(pack).with_name(Path(pack).name + ".key")
 
 
 def _summary(summary: RunSummary) -> dict:

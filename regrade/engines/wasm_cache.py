@@ -61,8 +61,9 @@ def load_or_compile(engine: Any, wasm: Path, directory: Path, compile_file: Any)
     """The compiled module of ``wasm`` from the cache, or compiled (and then cached)."""
     import wasmtime
 
+    key = entry_key(wasm)
     try:
-        entry = directory / f"{entry_key(wasm)}.cwasm"
+        entry = directory / f"{key}.cwasm"
         data = entry.read_bytes()
         if entry.with_suffix(".sha256").read_text().strip() == hashlib.sha256(data).hexdigest():
             return wasmtime.Module.deserialize(engine, data)
@@ -70,7 +71,7 @@ def load_or_compile(engine: Any, wasm: Path, directory: Path, compile_file: Any)
         pass
     module = compile_file(engine, str(wasm))
     try:
-        _write(directory, entry_key(wasm), module.serialize())
+        _write(directory, key, module.serialize())
     except Exception:  # a cache that cannot be written costs the next process a compile, nothing more
         pass
     return module

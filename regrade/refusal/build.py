@@ -20,16 +20,16 @@ digest over them; the same dataset, settings and seed give byte-identical folder
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from openpyxl.utils.cell import column_index_from_string, coordinate_from_string
 
+from regrade.audit.controls import digest_of
 from regrade.grading.grade import GoldenError, load_golden
 from regrade.grading.policies import TargetError, get_policy
 from regrade.results.provenance import regrade_version, sha256_file
@@ -38,7 +38,7 @@ from regrade.run import ResultCache, RescoreSettings, rescore_run
 from regrade.runs.cases import Case, RunError, golden_files, input_file, load_dataset, task_fields
 from regrade.values import CellRef
 from regrade.workbook import cell_xml
-from regrade.workbook.cones import load_graph
+from regrade.workbook.cones import Area, load_graph
 
 MANIFEST = "manifest.json"
 KEY = "key.json"
@@ -162,7 +162,7 @@ def contents(folder: Path) -> tuple[dict[str, str], str]:
     """The sha256 of every file under ``folder`` but the manifest, by relative path, and the digest over them."""
     files = {str(p.relative_to(folder)): str(sha256_file(p)) for p in sorted(folder.rglob("*"))
              if p.is_file() and p.name != MANIFEST}
-    return files, hashlib.sha256("".join(f"{sha}  {name}\n" for name, sha in sorted(files.items())).encode()).hexdigest()
+    return files, digest_of(files)  # the control packs' digest (regrade.audit.controls), over relative paths
 
 
 def _sources(dataset: Path) -> list[Source]:
@@ -242,9 +242,8 @@ def _strip(source: Source, scratch: Path) -> tuple[dict[int, list[CellRef]], str
         graded = set(targets)
         sheets = {area.sheet for area in cone.areas}
         inputs, goldens = cell_xml.read_sheets(given, sheets), cell_xml.read_sheets(answer, sheets)
-        cells = sorted({ref for area in cone.areas for ref in _stored_in(inputs, area)
-                        if ref not in graded and ref not in graph.formulas
-                        and not cell_xml.has_formula(inputs.cell(ref))})  # type: ignore[arg-type]
+        cells = sorted(ref for ref in _stored_in(inputs, cone.areas) if ref not in graded and ref not in graph.formulas
+                       and not cell_xml.has_formula(inputs.cell(ref)))  # type: ignore[arg-type]
         if not cells:
             return {}, f"case {case}: the answer's cone reads no constant the input holds"
         inputs.write_edited(given, scratch / f"{source.task_id}-{case}.input.xlsx",
@@ -256,17 +255,26 @@ def _strip(source: Source, scratch: Path) -> tuple[dict[int, list[CellRef]], str
     return removed, None
 
 
-def _stored_in(sheets: cell_xml.SheetsXml, area: Any) -> list[CellRef]:
-    """The cells the file stores inside ``area`` (an area of the cone), each once."""
-    part = sheets.parts.get(area.sheet)
-    if part is None or part not in sheets.index:
-        return []
-    found = []
-    for coordinate in sheets.index[part]:
-        letters, row = coordinate_from_string(coordinate)
-        ref = CellRef(area.sheet, row, column_index_from_string(letters))
-        if area.min_row <= ref.row <= area.max_row and area.min_col <= ref.column <= area.max_col:
-            found.append(ref)
+def _stored_in(sheets: cell_xml.SheetsXml, areas: Iterable[Area]) -> set[CellRef]:
+    """The cells the file stores inside any of ``areas`` (the cone's): a small area is looked up
+    cell by cell, a large one (a whole column) in one pass over its sheet's cells, parsed once."""
+    found: set[CellRef] = set()
+    parsed: dict[str, list[CellRef]] = {}
+    for area in areas:
+        part = sheets.parts.get(area.sheet)
+        if part is None or part not in sheets.index:
+            continue
+        stored = sheets.index[part]
+        if (area.max_row - area.min_row + 1) * (area.max_col - area.min_col + 1) <= len(stored):
+            found.update(ref for row in range(area.min_row, area.max_row + 1)
+                         for column in range(area.min_col, area.max_col + 1)
+                         if (ref := CellRef(area.sheet, row, column)).coordinate in stored)
+            continue
+        if area.sheet not in parsed:
+            parsed[area.sheet] = [CellRef(area.sheet, row, column_index_from_string(letters))
+                                  for letters, row in map(coordinate_from_string, stored)]
+        found.update(ref for ref in parsed[area.sheet]
+                     if area.min_row <= ref.row <= area.max_row and area.min_col <= ref.column <= area.max_col)
     return found
 
 

@@ -135,7 +135,7 @@ def score_slice(pack: Path, key_folder: Path, conditions: dict[str, Path], setti
         for name, traces in manifest_traces(manifest).items():
             if name in runs:
                 raise SliceError(f"condition {name} is both an outputs folder and rows of {manifest}: name it once")
-            unknown = sorted(f"{t} case {c}" for t, c in traces if (t, c) not in set(all_cases))
+            unknown = sorted(f"{t} case {c}" for t, c in traces.keys() - set(all_cases))
             if unknown:
                 raise SliceError(f"{manifest}: condition {name} names cases the pack does not hold: "
                                  f"{', '.join(unknown[:5])}")

@@ -205,10 +205,6 @@ class Results(BaseModel):
         require_rescored(path, records)
         return cls.from_records(provenance, records, str(path))
 
-    def records(self) -> list[dict[str, Any]]:
-        """The case records as plain dicts, as the results file holds them."""
-        return [case.model_dump() for case in self.cases]
-
     def frame(self) -> pd.DataFrame:
         """One row per case (cells left out: see :func:`regrade.api.diff` for them)."""
         return pd.DataFrame([case.model_dump(exclude={"cells"}) for case in self.cases])
