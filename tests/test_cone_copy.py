@@ -83,6 +83,7 @@ def test_only_a_workbook_asking_for_much_work_is_narrowed(workbook):
     assert asks_much_work(heavy) and not asks_much_work(light)
 
 
+@pytest.mark.slow
 def test_engines_compute_the_graded_cells_of_a_heavy_workbook_through_its_cone(workbook):
     require_engines("ironcalc", "libreoffice", "formulon")
     from regrade.engines.registry import open_engine

@@ -68,6 +68,7 @@ def test_gnumeric_recomputes_and_abstains_on_aggregate(split):
     assert GnumericEngine().evaluate(split, [CellRef("S", 1, 2)]).cells[CellRef("S", 1, 2)] == 5
 
 
+@pytest.mark.slow
 def test_consensus_surfaces_the_implicit_intersection_split(split):
     require_engines("ironcalc", "libreoffice", "gnumeric")
     targets = [CellRef("S", 2, 5), CellRef("S", 1, 2)]
@@ -193,6 +194,7 @@ def private_profiles(folder) -> list:
     return sorted(folder.glob("regrade-libreoffice-*"))
 
 
+@pytest.mark.slow
 def test_a_pool_run_leaves_no_libreoffice_profile_behind(tmp_path, monkeypatch):
     """Pool workers end with os._exit, which skips atexit; their LibreOffice profiles must still go."""
     require_engines("libreoffice")
@@ -515,6 +517,7 @@ def test_max_and_min_over_whole_columns_in_array_formulas_are_cut_and_keep_their
         assert ("Sheet1", 1, 4, '=MAX(IF(F$1:F$7=A1,G$1:G$7,""))', "D1") in libreoffice_rewrites(path)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["ironcalc", "libreoffice"])
 def test_sumproduct_over_whole_columns_is_cut_and_keeps_its_values(name, workbook):
     # A2:A5 = k, m, k, k and B2:B5 = 1, 2, 3, 1; every other cell of A and B is blank. By hand,
