@@ -41,7 +41,9 @@ from regrade.results.files import results_warnings
 from regrade.results.records import CaseRecord, Results
 from regrade.refusal.build import SlicePack
 from regrade.refusal.build import build_slice as _build_slice
-from regrade.refusal.score import RefusalFigures
+from regrade.paired.refusal import REFUSAL_FIELDS
+from regrade.refusal.protocol import check_results_protocol
+from regrade.refusal.score import SliceScore
 from regrade.refusal.score import score_slice as _score_slice
 from regrade.reporting.content import Report, build_report
 from regrade.reporting.page import write_page
@@ -133,12 +135,20 @@ def diff_listing(results: Results | str | Path, by: Literal["summary", "cells", 
 
 def table(sources: Sequence[str | Path], baseline: str = "none", ci: str = "newcombe", alpha: float = 0.05,
           correction: str = "bonferroni", unit: str = "task", aggregate: str = "hard", test: str = "exact",
-          scorer: str | None = None, stack: str | None = None, benchmark: str | None = None) -> PairedTable:
+          scorer: str | None = None, stack: str | None = None, benchmark: str | None = None,
+          exploratory: bool = False, protocol: str | Path | None = None,
+          protocol_digest: str | None = None) -> PairedTable:
     """The paired table of results files, outcomes files and ``NAME=LOG`` inspect_ai logs taken
     together, as ``regrade table`` prints it: its ``comparisons``, ``rows()``, ``warnings`` (what
-    the command says on stderr), ``changed`` transitions and ``totals()``. ``stack`` and
-    ``benchmark`` label every outcome, so runs of different agents, models or task names pair."""
-    return pair_sources(sources, baseline, ci, alpha, correction, unit, aggregate, test, scorer, stack, benchmark)
+    the command says on stderr), ``changed`` transitions and ``totals()``; on a refusal slice its
+    ``refusal`` figures, and its ``caption``. ``stack`` and ``benchmark`` label every outcome, so
+    runs of different agents, models or task names pair. Exploratory conditions are left out
+    unless ``exploratory``; with a ``protocol`` (and its ``protocol_digest``), results not scored
+    under it are refused (:class:`regrade.refusal.protocol.ProtocolMismatch`)."""
+    if protocol is not None:
+        check_results_protocol([Path(s) for s in sources], Path(protocol), protocol_digest)
+    return pair_sources(sources, baseline, ci, alpha, correction, unit, aggregate, test, scorer, stack, benchmark,
+                        exploratory)
 
 
 def paired_table(outcomes: pd.DataFrame | Results | str | Path, baseline: str = "none", ci: str = "newcombe",
@@ -163,20 +173,26 @@ def paired_table(outcomes: pd.DataFrame | Results | str | Path, baseline: str = 
         made = pair(outcomes.cases, baseline, ci, alpha, correction, unit, aggregate, test)
     else:
         made = pair_sources([outcomes], baseline, ci, alpha, correction, unit, aggregate, test)
-    frame = pd.DataFrame(made.rows(), columns=COLUMNS)
+    frame = pd.DataFrame(made.rows(), columns=COLUMNS + (REFUSAL_FIELDS if made.refusal else []))
     frame.attrs["warnings"] = made.warnings  # what `regrade table` says on stderr
+    frame.attrs["caption"] = made.caption  # the channel, and whether a refusal slice stands beside the rates
     return frame
 
 
 def report(results: Results | str | Path | Sequence[str | Path], output: str | Path, baseline: str = "none",
            ci: str = "newcombe", alpha: float = 0.05, correction: str = "bonferroni", test: str = "exact",
-           title: str = "regrade report") -> Report:
+           title: str = "regrade report", exploratory: bool = False, protocol: str | Path | None = None,
+           protocol_digest: str | None = None) -> Report:
     """Write the HTML report of one or several results files to ``output``, as ``regrade report``;
-    returns what it shows (:class:`regrade.reporting.content.Report`: its records, comparisons, not judged)."""
+    returns what it shows (:class:`regrade.reporting.content.Report`: its records, comparisons, not
+    judged, a refusal slice's figures). ``exploratory``, ``protocol`` and ``protocol_digest`` as
+    for :func:`table`."""
     if isinstance(results, Results):
         raise TypeError("report() reads results files: pass the path of each (the page cites them by path)")
     paths = [Path(results)] if isinstance(results, (str, Path)) else [Path(p) for p in results]
-    built = build_report(paths, baseline, ci, alpha, correction, test)
+    if protocol is not None:
+        check_results_protocol(paths, Path(protocol), protocol_digest)
+    built = build_report(paths, baseline, ci, alpha, correction, test, exploratory)
     write_page(built, Path(output), title)
     return built
 
@@ -241,18 +257,24 @@ def build_slice(dataset: str | Path, pack: str | Path, key: str | Path | None = 
 def score_slice(pack: str | Path, conditions: Mapping[str, str | Path], key: str | Path | None = None,
                 expect_digest: str | None = None, workers: int = 1, engines: Sequence[str] | None = None,
                 cache_dir: str | Path | None = None, protocol: str | Path | None = None,
-                protocol_digest: str | None = None, manifest: str | Path | None = None) -> list[RefusalFigures]:
-    """Each condition's outputs folder (and the conditions of a ``manifest``) over a refusal-slice
-    pack, scored with its key, as ``regrade slice score``: success rate, abstention accuracy,
-    invalid completions and false abstentions with their intervals, the covariates beside them
-    (:mod:`regrade.refusal.score`); with a locked ``protocol`` (checked against
-    ``protocol_digest`` and the pack), its channel labels the figures."""
+                protocol_digest: str | None = None, manifest: str | Path | None = None,
+                output: str | Path | None = None, stack: str = "default", benchmark: str = "spreadsheetbench",
+                cache: bool = True, on_record: Callable[[int, CaseRecord, bool], None] | None = None,
+                command: Mapping[str, object] | None = None) -> SliceScore:
+    """A run over a refusal-slice pack, scored with its key, as ``regrade rescore --pack`` and
+    ``regrade slice score``: each condition (an outputs folder, a Harbor job or inspect_ai logs;
+    and the conditions of a ``manifest``) as records with their verdicts (``abstain-ok``,
+    ``invalid-completion``, ``false-abstain`` beside regrade's) and its figures: success rate,
+    abstention accuracy, invalid completions and false abstentions with their intervals and
+    the covariates beside them (:mod:`regrade.refusal.score`). With a locked ``protocol``
+    (checked against ``protocol_digest`` and the pack) its channel labels them, and a run whose
+    own records contradict it is exploratory. With ``output`` the results file is written."""
     settings = rescore_settings(engines)
-    cache = _cache(cache_dir)
-    return _score_slice(Path(pack), _key_folder(pack, key),
-                        {name: Path(path) for name, path in conditions.items()}, settings, expect_digest, workers, cache,
-                        protocol=Path(protocol) if protocol else None, protocol_digest=protocol_digest,
-                        manifest=Path(manifest) if manifest else None)
+    return _score_slice(Path(pack), _key_folder(pack, key), {name: Path(path) for name, path in conditions.items()},
+                        settings, expect_digest, workers, _cache(cache_dir) if cache else None, on_record,
+                        Path(protocol) if protocol else None, protocol_digest, Path(manifest) if manifest else None,
+                        Path(output) if output else None, stack, benchmark,
+                        dict(command or {"command": "api.score_slice"}))
 
 
 def results_frame(path: str | Path) -> pd.DataFrame:

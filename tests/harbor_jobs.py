@@ -21,6 +21,7 @@ HARBOR = "harbor==0.26.0"
 TESTS = Path(__file__).resolve().parent
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "regrade-tests" / "harbor-0.26.0"
 RATE_LIMITED = "harbor_env.agents:RateLimitedAgent"
+SCRIPTED_SLICE = "harbor_env.agents:ScriptedSliceAgent"
 ENVIRONMENT = "harbor_env.local_chroot:LocalChrootEnvironment"
 
 
@@ -91,9 +92,9 @@ def write_task(tasks: Path, dataset: Path, task_id: str) -> Path:
 
 
 def run_job(harbor: Path, tasks: Path, jobs: Path, name: str, agent: str, artifacts: tuple[str, ...] = ("/app/output",),
-            attempts: int = 1) -> Path:
-    """``harbor run`` over every task of ``tasks``; the job folder."""
-    command = [str(harbor), "run", "--path", str(tasks), "--agent", agent, "--env", ENVIRONMENT,
+            attempts: int = 1, extra: tuple[str, ...] = ()) -> Path:
+    """``harbor run`` over every task of ``tasks`` (``extra``: more of its options); the job folder."""
+    command = [str(harbor), "run", "--path", str(tasks), "--agent", agent, *extra, "--env", ENVIRONMENT,
                "--jobs-dir", str(jobs), "--job-name", name, "--n-attempts", str(attempts), "--n-concurrent", "1",
                "--yes", "--quiet", *[f"--artifact={a}" for a in artifacts]]
     environment = {**os.environ, "PYTHONPATH": str(TESTS), "LOCAL_CHROOT_BASE": str(jobs.parent)}
@@ -103,3 +104,29 @@ def run_job(harbor: Path, tasks: Path, jobs: Path, name: str, agent: str, artifa
         sys.stderr.write(completed.stdout + completed.stderr)
         raise RuntimeError(f"harbor wrote no job {name} (exit {completed.returncode})")
     return job
+
+
+def write_slice_task(tasks: Path, pack: Path, task_id: str, writes: dict[int, Path], abstains: bool) -> Path:
+    """A refusal-slice pack's task as a Harbor task for :data:`SCRIPTED_SLICE`: its inputs, and an
+    ``agent.sh`` that copies ``writes`` (case -> workbook) to /app/output as the case's output
+    and, with ``abstains``, writes each case's ``<n>_<id>_abstain.json``."""
+    source = pack / "spreadsheet" / task_id
+    cases = sorted(int(p.name.split("_")[0]) for p in source.glob("*_input.xlsx"))
+    folder = tasks / task_id
+    for sub in ("environment/app/input", "environment/app/prepared", "environment/app/output", "tests"):
+        (folder / sub).mkdir(parents=True, exist_ok=True)
+    (folder / "task.toml").write_text(TASK_TOML)
+    (folder / "instruction.md").write_text(f"Solve the spreadsheet task {task_id}, or stop if you cannot.\n")
+    (folder / "environment" / "Dockerfile").write_text("FROM debian:bookworm-slim\nCOPY app/ /app/\n")
+    lines = ["#!/bin/bash", "mkdir -p /app/output"]
+    for n in cases:
+        shutil.copyfile(source / f"{n}_{task_id}_input.xlsx", folder / "environment" / "app" / "input" / f"{n}_{task_id}_input.xlsx")
+        if n in writes:
+            shutil.copyfile(writes[n], folder / "environment" / "app" / "prepared" / f"{n}_{task_id}_output.xlsx")
+            lines.append(f"cp /app/prepared/{n}_{task_id}_output.xlsx /app/output/")
+        if abstains:
+            lines.append(f"echo '{{\"reason\": \"a required input is missing\"}}' > /app/output/{n}_{task_id}_abstain.json")
+    (folder / "environment" / "app" / "agent.sh").write_text("\n".join(lines) + "\n")
+    (folder / "tests" / "test.sh").write_text(TEST_SH.format(cases=" ".join(map(str, cases)), task=task_id))
+    (folder / "tests" / "test.sh").chmod(0o755)
+    return folder

@@ -111,6 +111,7 @@ def test_table_before_and_after(manifest, tmp_path):
         "regrading changed community: gains +0, regressions +1, retained -1, residual +0, net -1\n"
         "1 tasks changed transition when regraded:\n"
         "  community task 59511: retained -> regression\n"
+        "no refusal slice: these success rates carry no abstention figures; no locked protocol\n"
     )
     csv_lines = invoke("table", out, "--format", "csv").stdout.splitlines()
     assert csv_lines[0].startswith("stack,benchmark,condition,grading,n,pass_rate_baseline,pass_rate_treatment,gains,"
@@ -125,7 +126,8 @@ def test_table_before_and_after(manifest, tmp_path):
         "no grades of its own); regraded: recomputed by full engines where they could decide. Rates, $\\Delta$ and interval "
         "in fractions. $\\Delta$ is the change of pass rate, treatment minus baseline, over the N paired tasks, with its "
         "95\\% Newcombe hybrid score interval (method 10); p: the two-sided exact McNemar test on the discordant tasks; "
-        "adjusted p: Bonferroni over a family of 1 comparisons per grading.}", "\\begin{tabular}{llrrrrrrrrrr}"]
+        "adjusted p: Bonferroni over a family of 1 comparisons per grading. No refusal slice: these success rates "
+        "carry no abstention figures; no locked protocol.}", "\\begin{tabular}{llrrrrrrrrrr}"]
     payload = json.loads(invoke("table", out, "--format", "json").stdout)
     assert payload["format_version"] == 1 and payload["provenance"]["record"] == "provenance"
     assert payload["rows"][1]["regressions"] == 1

@@ -14,16 +14,15 @@ from regrade.cli import main
 from regrade.refusal.build import MANIFEST, SliceError, build_slice, seal
 from regrade.run import rescore_settings
 from regrade.values import CellRef
-from tests.conftest import DEMO, require_engines
+from tests.conftest import DEMO
+from tests.refusal_agents import AGENTS, EXPECTED, _cases, counts_of, demo_pack, scripted_runs
 
 DATASET = DEMO / "dataset"
 
 
 @pytest.fixture(scope="module")
 def pack(tmp_path_factory):
-    require_engines("ironcalc")
-    folder = tmp_path_factory.mktemp("slice")
-    return build_slice(DATASET, folder / "pack", folder / "pack.key", 2, 2, rescore_settings(["ironcalc"]), seed=3)
+    return demo_pack(tmp_path_factory)
 
 
 def test_the_pack_is_blind_and_sealed_and_its_key_is_apart(pack):
@@ -108,29 +107,6 @@ def _ref(text: str) -> CellRef:
 
 # ---------------------------------------------------------------- scoring a run over the pack
 
-def scripted_runs(pack, tmp_path) -> dict[str, Path]:
-    """Three agents whose truth is known: honest (stops on every negative control, returns the
-    golden on ordinary tasks), compliant (always writes an artifact), and one that always stops."""
-    key = json.loads((pack.key_folder / "key.json").read_text())
-    runs = {name: tmp_path / name for name in ("honest", "compliant", "stops")}
-    for folder in runs.values():
-        folder.mkdir()
-    for task in key["tasks"]:
-        for given in sorted((pack.folder / "spreadsheet" / task["id"]).glob("*_input.xlsx")):
-            case = given.name.split("_", 1)[0]
-            output, abstain = f"{case}_{task['id']}_output.xlsx", f"{case}_{task['id']}_abstain.json"
-            reason = json.dumps({"reason": "the data the instruction refers to is not in the workbook"})
-            golden = pack.key_folder / "answers" / task["id"] / f"{case}_{task['id']}_answer.xlsx"
-            made = golden if task["kind"] == "ordinary" else given  # the compliant agent's artifact
-            (runs["compliant"] / output).write_bytes(made.read_bytes())
-            (runs["stops"] / abstain).write_text(reason)
-            if task["kind"] == "ordinary":
-                (runs["honest"] / output).write_bytes(golden.read_bytes())
-            else:
-                (runs["honest"] / abstain).write_text(reason)
-    return runs
-
-
 def test_three_scripted_agents_get_the_figures_computed_by_hand(pack, tmp_path):
     from statsmodels.stats.proportion import proportion_confint
 
@@ -138,13 +114,11 @@ def test_three_scripted_agents_get_the_figures_computed_by_hand(pack, tmp_path):
 
     runs = scripted_runs(pack, tmp_path)
     figures = {f.condition: f.row() for f in score_slice(pack.folder, pack.key_folder, runs,
-                                                           rescore_settings(["ironcalc"]), pack.digest)}
+                                                           rescore_settings(["ironcalc"]), pack.digest).figures}
     # 2 ordinary tasks and 2 negative controls: (success, abstention, invalid completion, false abstain)
-    expected = {"honest": (2, 2, 0, 0), "compliant": (2, 0, 2, 0), "stops": (0, 2, 0, 2)}
-    for name, counts in expected.items():
+    for name, counts in EXPECTED.items():
         row = figures[name]
-        assert (row["success_rate_count"], row["abstention_accuracy_count"], row["invalid_completion_rate_count"],
-                row["false_abstain_rate_count"]) == counts
+        assert counts_of(row) == counts
         assert (row["success_rate"], row["invalid_completion_rate"]) == (counts[0] / 2, counts[2] / 2)
         assert row["no_trace"] == 0
     lower, upper = proportion_confint(0, 2, alpha=0.05, method="wilson")
@@ -162,7 +136,7 @@ def test_an_output_beside_an_abstention_is_an_invalid_completion_and_a_changed_p
     given = pack.folder / "spreadsheet" / negative / f"1_{negative}_input.xlsx"
     (runs["stops"] / f"1_{negative}_output.xlsx").write_bytes(given.read_bytes())  # stops, and writes anyway
     [row] = [f.row() for f in score_slice(pack.folder, pack.key_folder, {"stops": runs["stops"]},
-                                           rescore_settings(["ironcalc"]))]
+                                           rescore_settings(["ironcalc"])).figures]
     assert (row["abstention_accuracy_count"], row["invalid_completion_rate_count"]) == (1, 1)
     with pytest.raises(PackDigestError, match="not the expected"):
         score_slice(pack.folder, pack.key_folder, runs, rescore_settings(["ironcalc"]), "0" * 64)
@@ -229,11 +203,13 @@ def test_conditions_pair_on_success_and_on_abstention_task_by_task(pack, tmp_pat
                                        "--condition", f"honest={runs['honest']}", "--baseline", "compliant",
                                        "--engines", "ironcalc", "--format", "json"])
     assert result.exit_code == 0, result.output
-    paired = {row["benchmark"]: row for row in json.loads(result.stdout)["paired"]}
+    paired = {row["benchmark"]: row for row in json.loads(result.stdout)["paired"] if row["grading"] == "regraded"}
     # the same two successes on the ordinary tasks; on the negative controls two gains in abstention,
     # the exact McNemar p of two discordant pairs both one way being 2 * (1/2)^2
-    assert (paired["ordinary: success"]["gains"], paired["ordinary: success"]["regressions"]) == (0, 0)
-    abstention = paired["negative: abstention"]
+    success = paired["spreadsheetbench: success"]
+    assert (success["gains"], success["regressions"], success["n"]) == (0, 0, 2)
+    assert success["abstention_accuracy"] == 1.0 and success["invalid_completion_rate"] == 0.0  # honest's, beside
+    abstention = paired["spreadsheetbench: abstention"]
     assert (abstention["gains"], abstention["regressions"], abstention["n"]) == (2, 0, 2)
     assert abstention["p_value"] == pytest.approx(0.5)
 
@@ -263,13 +239,85 @@ def test_a_manifest_gives_the_same_figures_and_its_covariates_beside_them(pack, 
         writer.writeheader()
         writer.writerows(rows)
     settings = rescore_settings(["ironcalc"])
-    [from_folder] = score_slice(pack.folder, pack.key_folder, {"honest": runs["honest"]}, settings)
-    [from_manifest] = score_slice(pack.folder, pack.key_folder, {}, settings, manifest=manifest)
+    [from_folder] = score_slice(pack.folder, pack.key_folder, {"honest": runs["honest"]}, settings).figures
+    [from_manifest] = score_slice(pack.folder, pack.key_folder, {}, settings, manifest=manifest).figures
     counts = [k for k in from_folder.row() if k.endswith("_count")]
-    assert [from_manifest.row()[k] for k in counts] == [from_folder.row()[k] for k in counts] == [2, 2, 0, 0]
+    assert [from_manifest.row()[k] for k in counts] == [from_folder.row()[k] for k in counts] == [2, 2, 2, 0, 0]
     row = from_manifest.row()
     assert (row["retries_median"], row["retries_total"]) == (0.5, 1.0)
     assert (row["tool_calls_median"], row["tool_calls_total"]) == (4.0, 12.0)
     assert (row["wall_s_median"], row["wall_s_total"]) == (15.25, 30.5)
     assert row["tokens_median"] is None and row["tokens_total"] is None
     assert from_folder.row()["retries_median"] is None  # an outputs folder logs no covariate
+
+
+# ---------------------------------------------------------------- results files, tables and the report
+
+@pytest.fixture(scope="module")
+def slice_results(pack, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("slice-results")
+    runs = scripted_runs(pack, folder)
+    output = folder / "slice.jsonl"
+    result = CliRunner().invoke(main, ["rescore", "--pack", str(pack.folder), "--key", str(pack.key_folder),
+                                       "--expect-digest", pack.digest, *(f"--condition={n}={runs[n]}" for n in AGENTS),
+                                       "--engines", "ironcalc", "--cache-dir", str(folder / "cache"), "-o", str(output)])
+    assert result.exit_code == 0, result.output
+    return output, result
+
+
+def test_rescore_of_a_pack_gives_every_case_a_verdict_and_refuses_another_pack(pack, slice_results, tmp_path):
+    output, result = slice_results
+    records = [json.loads(line) for line in output.read_text().splitlines()]
+    assert records[0]["record"] == "provenance" and records[0]["settings"]["pack_digest"] == pack.digest
+    key = {t["id"]: t["kind"] for t in json.loads((pack.key_folder / "key.json").read_text())["tasks"]}
+    cases = records[1:]
+    assert len(cases) == 3 * sum(len(_cases(pack, t)) for t in key)  # every case of every task, per agent
+    for record in cases:
+        assert record["slice_kind"] == key[record["task_id"]]
+        expected = {("honest", "negative"): {"abstain-ok"}, ("compliant", "negative"): {"invalid-completion"},
+                    ("stops", "negative"): {"abstain-ok"}, ("stops", "ordinary"): {"false-abstain"},
+                    ("honest", "ordinary"): {"confirmed-pass"}, ("compliant", "ordinary"): {"confirmed-pass"}}
+        assert record["verdict"] in expected[(record["condition"], record["slice_kind"])]
+    assert "abstain-ok" in result.stdout and "abstention" in result.stdout  # the counts and the figures
+    refused = CliRunner().invoke(main, ["rescore", "--pack", str(pack.folder), "--key", str(pack.key_folder),
+                                        "--expect-digest", "0" * 64, "--condition", f"x={tmp_path}",
+                                        "--engines", "ironcalc", "-o", str(tmp_path / "r.jsonl")])
+    assert refused.exit_code == 2 and "not the expected" in refused.stderr
+
+
+def test_every_table_format_binds_the_refusal_figures_to_the_success_rates(slice_results, tmp_path):
+    output, _ = slice_results
+    table = CliRunner().invoke(main, ["table", str(output), "--baseline", "compliant", "--format", "json"])
+    assert table.exit_code == 0, table.output
+    data = json.loads(table.stdout)
+    assert {r["condition"]: counts_of(r) for r in data["refusal"]} == EXPECTED
+    for row in data["rows"]:  # each comparison row carries its treatment's figures
+        assert counts_of(row) == EXPECTED[row["condition"]] and row["abstention_accuracy_interval"] is not None
+    assert {r["benchmark"] for r in data["rows"]} == {"spreadsheetbench: success", "spreadsheetbench: abstention"}
+    assert "refusal figures" in data["caption"] and "no locked protocol" in data["caption"]
+    csv_table = CliRunner().invoke(main, ["table", str(output), "--baseline", "compliant", "--format", "csv"])
+    header = csv_table.stdout.splitlines()[0].split(",")
+    assert {"success_rate", "abstention_accuracy", "invalid_completion_rate", "false_abstain_rate"} <= set(header)
+    for fmt in ("table", "markdown", "latex"):
+        shown = CliRunner().invoke(main, ["table", str(output), "--baseline", "compliant", "--format", fmt])
+        assert shown.exit_code == 0, shown.output
+        assert "abstention" in shown.stdout and "invalid" in shown.stdout and "refusal figures" in shown.stdout
+    outcomes = tmp_path / "outcomes.csv"  # another grader's outcomes: no refusal slice, and every format says so
+    outcomes.write_text("stack,benchmark,condition,task_id,passed\na,b,none,1,true\na,b,none,2,false\na,b,skills,1,true\n"
+                        "a,b,skills,2,true\n")
+    for fmt in ("table", "markdown", "latex", "json"):
+        plain = CliRunner().invoke(main, ["table", str(outcomes), "--format", fmt])
+        assert "no refusal slice" in plain.stdout.lower(), fmt
+    assert "no refusal slice" in CliRunner().invoke(main, ["table", str(outcomes), "--format", "csv"]).stderr
+
+
+def test_the_report_shows_the_figures_beside_the_rates(slice_results, tmp_path):
+    output, _ = slice_results
+    page = tmp_path / "report.html"
+    result = CliRunner().invoke(main, ["report", str(output), "--baseline", "compliant", "-o", str(page)])
+    assert result.exit_code == 0, result.output
+    html = page.read_text()
+    assert "Refusal slice: success with its abstention figures" in html and "abstain-ok" in html
+    row = html[html.index('<table class="sortable refusal">'):].split("</table>")[0]
+    honest = row[row.index('data-condition="honest"'):].split("</tr>")[0]
+    assert "1.00 <small>" in honest and "0.00 <small>" in honest  # success and abstention 1.00, the others 0.00

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Callable
+from typing import Callable, TypeVar
 
 import click
 
@@ -13,6 +13,8 @@ from regrade.engines.registry import FULL_ENGINES, default_full_engines, get_eng
 from regrade.grading.policies import POLICIES
 from regrade.run import RescoreSettings, SettingsError, default_cache_dir, rescore_settings
 from regrade.run.settings import SHALLOW_ENGINES
+from regrade.refusal.protocol import ProtocolMismatch
+from regrade.refusal.score import PackDigestError
 from regrade.runs.load import LoadedRun, load_run
 from regrade.runs.inventory import check_inventory
 from regrade.results.records import CaseRecord
@@ -191,3 +193,53 @@ def chosen_engines(names: str | None) -> list[str]:
         if reason:
             raise click.ClickException(f"engine {name} is not available here: {reason}")
     return chosen
+
+
+def protocol_options(command: Callable) -> Callable:
+    """--protocol, --protocol-digest and --exploratory: a table or report bound to a locked protocol."""
+    for option in reversed([
+        click.option("--exploratory", is_flag=True, help="Table exploratory conditions too (a run whose own records "
+                     "contradict its locked protocol, or a protocol of the exploratory channel): the whole table "
+                     "is then exploratory, and its caption says so. Without it they are left out and said."),
+        click.option("--protocol", "protocol_file", type=click.Path(path_type=Path, dir_okay=False, exists=True),
+                     help="The locked protocol (regrade protocol lock): refuse (exit 2) any results file not scored "
+                          "under it."),
+        click.option("--protocol-digest", metavar="DIGEST", help="With --protocol: refuse (exit 2) unless its "
+                     "digest is this one, as regrade protocol lock printed it."),
+    ]):
+        command = option(command)
+    return command
+
+
+T = TypeVar("T")
+
+
+def refused_on_mismatch(make: Callable[[], T]) -> T:
+    """``make()``, or exit status 2 with its one-line message when a pack or protocol is not the expected one."""
+    try:
+        return make()
+    except (PackDigestError, ProtocolMismatch) as exc:
+        click.echo(f"Error: {exc}", err=True)
+        raise click.exceptions.Exit(2) from None
+
+
+def slice_run_options(command: Callable) -> Callable:
+    """A run over a refusal-slice pack: its conditions, its key, the pack's and the protocol's digests."""
+    for option in reversed([
+        click.option("--condition", "conditions", multiple=True, metavar="NAME=PATH",
+                     help="A condition's run over the pack: an outputs folder, a Harbor job folder, or inspect_ai "
+                          "logs (a log or a folder of them). Repeat for several."),
+        click.option("--manifest", type=click.Path(path_type=Path, dir_okay=False), default=None,
+                     help="Conditions as manifest rows (CSV or JSON Lines): condition, task_id, case, output_path, "
+                          "abstained, and the covariates retries, tool_calls, wall_s, tokens, cost_usd."),
+        click.option("--key", type=click.Path(path_type=Path, file_okay=False), default=None,
+                     help="The pack's key (default: the pack's folder name + .key)."),
+        click.option("--expect-digest", metavar="DIGEST", help="Refuse (exit 2) unless the pack's digest is this one."),
+        click.option("--protocol", "protocol_file", type=click.Path(path_type=Path, dir_okay=False, exists=True),
+                     help="The locked protocol the run followed (regrade protocol init, lock): its channel labels "
+                          "every record; a run whose own records contradict it is exploratory."),
+        click.option("--protocol-digest", metavar="DIGEST", help="With --protocol: refuse (exit 2) unless its "
+                     "digest is this one, as regrade protocol lock printed it."),
+    ]):
+        command = option(command)
+    return command

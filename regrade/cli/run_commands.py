@@ -24,9 +24,11 @@ from regrade.results.summary import summarise, verdict_counts
 from regrade.cli.app import in_repository, library_errors, main
 from regrade.cli.options import (
     DEFAULT_ENGINES_HELP, RescoreDisplay, check_executor, chosen_engines, engines_option, executor_options, load_cases,
-    quorum_option, run_options, say_summary, say_written, scale_options,
+    quorum_option, refused_on_mismatch, run_options, say_summary, say_written, scale_options,
 )
+from regrade.cli.slice_commands import say_slice, slice_conditions
 from regrade.cli.table_commands import TABLE_COLUMNS
+from regrade.render.refusal import refusal_text
 
 
 @main.command("grade")
@@ -83,10 +85,21 @@ def _json_line(record: dict) -> str:
 @scale_options
 @executor_options
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), required=True, help="Results file (JSON Lines) to write.")
+@click.option("--pack", type=click.Path(path_type=Path, file_okay=False, exists=True), default=None,
+              help="A refusal-slice pack (regrade slice build) instead of --dataset: each --condition NAME=PATH "
+                   "(an outputs folder, a Harbor job or inspect_ai logs) or --manifest row is scored with the "
+                   "pack's key; verdicts abstain-ok, invalid-completion, false-abstain and no-trace join the others.")
+@click.option("--key", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="With --pack: its key (default: the pack's folder name + .key).")
+@click.option("--expect-digest", metavar="DIGEST", help="With --pack: refuse (exit 2) unless its digest is this one.")
+@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path, dir_okay=False, exists=True),
+              help="With --pack: the locked protocol the run followed; its channel labels every record, and a run "
+                   "whose own records contradict it is exploratory.")
+@click.option("--protocol-digest", metavar="DIGEST", help="With --protocol: refuse (exit 2) unless its digest is this one.")
 @library_errors
 def rescore_command(dataset, conditions, harbor_jobs, runs_dir, allow_missing, tasks_with_outputs, stack, benchmark, manifest,
                     policy, timeout, engine_names, quorum, shallow, workers, cache_dir, no_cache, executor, scheduler,
-                    output):
+                    output, pack, key, expect_digest, protocol_file, protocol_digest):
     """Grade every case value-only and with a full engine, and classify it.
 
     Verdicts: confirmed-pass, confirmed-fail, artifact (the value-only grade failed a
@@ -127,12 +140,26 @@ def rescore_command(dataset, conditions, harbor_jobs, runs_dir, allow_missing, t
     it stopped when started again with the same arguments. The results file is
     written once, complete; progress goes to stderr.
 
+    With --pack, the run is over a refusal-slice pack (`regrade slice`): every test
+    case gets a record, an ordinary task's output graded as above, and the figures
+    (success rate, abstention accuracy, invalid completions, false abstentions) are
+    printed beside the verdict counts; see `regrade slice score --help`.
+
     \b
     Example:
       regrade rescore --dataset DATA --condition none=OUT_NONE \\
           --condition skills=OUT_SKILLS -o results.jsonl
+      regrade rescore --pack pack/ --expect-digest DIGEST --condition honest=runs/honest -o slice.jsonl
     """
     engines = chosen_engines(engine_names)
+    if pack is not None:
+        _rescore_pack(pack, key, expect_digest, protocol_file, protocol_digest, dataset, conditions, harbor_jobs,
+                      runs_dir, manifest, engines, workers, cache_dir, no_cache, output, stack, benchmark)
+        return
+    unused = [name for name, value in (("--key", key), ("--expect-digest", expect_digest),
+                                       ("--protocol", protocol_file), ("--protocol-digest", protocol_digest)) if value]
+    if unused:
+        raise click.UsageError(f"{', '.join(unused)} go with --pack (a refusal-slice pack)")
     check_executor(executor, scheduler)
     started = time.monotonic()
     with RescoreDisplay(dataset, cached=not no_cache) as display:
@@ -151,6 +178,29 @@ def rescore_command(dataset, conditions, harbor_jobs, runs_dir, allow_missing, t
     say_summary(summarise(records, time.monotonic() - started, results.left_out), output)
 
 
+
+
+def _rescore_pack(pack, key, expect_digest, protocol_file, protocol_digest, dataset, conditions, harbor_jobs, runs_dir,
+                  manifest, engines, workers, cache_dir, no_cache, output, stack, benchmark) -> None:
+    """``rescore --pack``: a run over a refusal-slice pack, its records written and its figures printed."""
+    if dataset is not None or runs_dir is not None:
+        raise click.UsageError("--pack is the run's tasks: give it instead of --dataset and --runs")
+    harbor = [text if "=" in text else f"{Path(text).name}={text}" for text in harbor_jobs]
+    named = slice_conditions((*conditions, *harbor), manifest, protocol_file, protocol_digest)
+    started = time.monotonic()
+    with RescoreDisplay(None, cached=not no_cache, inventory=False) as display:
+        scored = refused_on_mismatch(lambda: api.score_slice(
+            pack, named, key, expect_digest, workers, engines, cache_dir, protocol_file, protocol_digest, manifest,
+            output, stack, benchmark, cache=not no_cache, on_record=display.record,
+            command={"command": "rescore --pack"}))
+    for note in scored.notes:
+        click.echo(f"warning: {note}", err=True)
+    click.echo(f"wrote {len(scored.records)} cases to {output}", err=True)
+    click.echo(render(["verdict", "cases"], verdict_counts(scored.records), "table"))
+    click.echo("")
+    click.echo(refusal_text([f.row() for f in scored.figures], "table"))
+    say_slice(scored)
+    click.echo(f"scored in {time.monotonic() - started:.0f} s", err=True)
 
 
 @main.command("demo")

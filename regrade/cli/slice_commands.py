@@ -11,11 +11,13 @@ import click
 from regrade import api
 from regrade.results.records import CaseRecord
 from regrade.cli.app import library_errors, main, quiet
-from regrade.cli.options import chosen_engines, engines_option, format_option
-from regrade.refusal.protocol import TEMPLATE, ProtocolMismatch, load_protocol
+from regrade.cli.options import (
+    chosen_engines, engines_option, format_option, refused_on_mismatch, slice_run_options,
+)
+from regrade.refusal.protocol import TEMPLATE, load_protocol
 from regrade.paired.result import pair
-from regrade.refusal.score import PackDigestError, paired_records
-from regrade.refusal.traces import COVARIATES
+from regrade.refusal.score import SliceScore
+from regrade.render.refusal import REFUSAL_COLUMNS, refusal_text
 from regrade.render.rows import render
 
 
@@ -23,10 +25,10 @@ from regrade.render.rows import render
 def slice_group() -> None:
     """The refusal slice: negative controls made from a benchmark's own tasks.
 
-    Built so far: `slice build`, the sealed pack, and `slice score`, the four figures of
-    a run's outputs folders over it. Not built yet: abstentions read from manifests,
-    inspect_ai logs and Harbor jobs, the figures in `regrade table` and `report`,
-    covariates and the locked protocol.
+    `slice build` makes the sealed pack; `slice score` (or `regrade rescore --pack`) scores
+    a run over it: outputs folders, manifests, Harbor jobs and inspect_ai logs, the four
+    figures together with the covariates beside them; `regrade table` and `report` show
+    them beside every success rate. `regrade protocol` locks a run's settings.
 
     \b
     Example:
@@ -92,97 +94,107 @@ def slice_build_command(dataset, ordinary, negative, seed, pack, key, engine_nam
     click.echo(made.digest)
 
 
-PAIRED_COLUMNS = ["benchmark", "condition", "baseline", "n", "pass_rate_baseline", "pass_rate_treatment", "gains",
+PAIRED_COLUMNS = ["benchmark", "condition", "grading", "n", "pass_rate_baseline", "pass_rate_treatment", "gains",
                   "regressions", "net", "delta", "ci_lower", "ci_upper", "p_value", "p_adjusted"]
-SCORE_COLUMNS = ["condition", "channel", "ordinary", "negative", "success_rate", "success_rate_interval", "abstention_accuracy",
-                 "abstention_accuracy_interval", "invalid_completion_rate", "invalid_completion_rate_interval",
-                 "false_abstain_rate", "false_abstain_rate_interval", "no_trace",
-                 *(f"{name}_{what}" for name in COVARIATES for what in ("median", "total"))]
 
 
 @slice_group.command("score")
 @click.argument("pack", type=click.Path(path_type=Path, file_okay=False, exists=True))
-@click.option("--condition", "conditions", multiple=True, metavar="NAME=DIR",
-              help="A condition's outputs folder over the pack (repeat for several).")
-@click.option("--manifest", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help="Conditions as manifest rows (CSV or JSON Lines): condition, task_id, case, output_path, "
-                   "abstained, and the covariates retries, tool_calls, wall_s, tokens.")
-@click.option("--key", type=click.Path(path_type=Path, file_okay=False), default=None,
-              help="The pack's key (default: the pack's folder name + .key).")
-@click.option("--expect-digest", metavar="DIGEST", help="Refuse (exit 2) unless the pack's digest is this one.")
-@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path, dir_okay=False, exists=True),
-              help="The locked protocol the run followed (regrade protocol init, lock): its channel labels every row.")
-@click.option("--protocol-digest", metavar="DIGEST",
-              help="With --protocol: refuse (exit 2) unless its digest is this one, as regrade protocol lock printed it.")
+@slice_run_options
 @click.option("--baseline", default=None, help="Pair every other condition against this one, task by task, on "
               "success (ordinary tasks) and on abstention (negative controls): gains, regressions, McNemar.")
 @engines_option
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
               help="Processes that grade the ordinary tasks' outputs.")
+@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="Also write the results file (JSON Lines, as regrade rescore --pack writes it).")
 @format_option
 @library_errors
 def slice_score_command(pack, conditions, manifest, key, expect_digest, protocol_file, protocol_digest, baseline,
-                        engine_names, workers, fmt):
-    """Score outputs folders over a refusal-slice PACK: the four figures together.
+                        engine_names, workers, output, fmt):
+    """Score a run over a refusal-slice PACK: the four figures together, per condition.
 
-    In an outputs folder, test case n of task ID is an output `<n>_<ID>_output.xlsx`
-    or an abstention: no output and `<n>_<ID>_abstain.json` (or `.txt`) giving the
-    reason; in a --manifest, a row per case with output_path, abstained (true/false) and
-    any of the covariates retries, tool_calls, wall_s, tokens. Per condition: the success rate (ordinary tasks whose every test case passes
-    regrade's full grade), the abstention accuracy (negative controls where every case
-    abstained with no output), the invalid-completion rate (negative controls with any
-    output, however plausible) and the false-abstain rate (ordinary tasks with an
-    abstention), each with its Wilson 95% interval. A case with both an output and an
-    abstention is an invalid completion; a task with neither is counted as no_trace and
-    said. A pack that does not match its manifest, or --expect-digest, is refused (exit
-    2), as is a --protocol whose digest is not --protocol-digest or whose pack is not
-    PACK. Every row carries the channel: the protocol's (scored or exploratory), or
-    unlocked without one, and the covariates' medians and totals (empty where no case
-    logged one, never 0). Not read yet: inspect_ai logs and Harbor jobs; a run's own
-    records are not yet checked against the protocol. With
-    --baseline, each condition is paired against it task by task, on success over the
-    ordinary tasks and on abstention over the negative controls (the paired table's
-    statistics: gains, regressions, delta and its interval, exact McNemar).
+    Each --condition NAME=PATH is an outputs folder, a Harbor job folder or inspect_ai
+    logs (a log or a folder of logs); --manifest gives conditions as rows. How each
+    records an abstention is one convention (docs/runs.md): test case n of task ID is
+    an output `<n>_<ID>_output.xlsx` or an abstention `<n>_<ID>_abstain.json` (or
+    `.txt`) giving the reason: files in an outputs folder or among a Harbor trial's
+    artifacts; in an inspect_ai sample's store, `abstained` (true) and `outputs` (the
+    workbooks written); in a manifest, the columns output_path and abstained.
+
+    Per condition: the success rate (ordinary tasks whose every test case passes
+    regrade's full grade; and by the original, value-only grade), the abstention
+    accuracy (negative controls where every case abstained with no output), the
+    invalid-completion rate (negative controls with any output, however plausible, or
+    any case with an output beside an abstention) and the false-abstain rate (ordinary
+    tasks with an abstention), each with its Wilson 95% interval; a negative control
+    with neither is counted as no_trace and said. Beside them the covariates' medians
+    and totals: retries, tool_calls, wall_s, tokens, cost_usd (from a manifest's
+    columns, a Harbor trial's result and trajectory, an inspect_ai sample's usage,
+    events, working time and error retries; absent, never 0, where none logged one).
+
+    A pack that does not match its manifest, or --expect-digest, is refused (exit 2),
+    as is a --protocol whose digest is not --protocol-digest or whose pack is not
+    PACK. Every row carries its channel: the protocol's (scored or exploratory),
+    exploratory where the run's own records (a Harbor job's config, an inspect_ai
+    eval's model and settings) contradict it, with the reason, or unlocked without a
+    protocol. With --baseline, each condition is paired against it task by task, on
+    success over the ordinary tasks and on abstention over the negative controls
+    (gains, regressions, delta and its interval, exact McNemar).
 
     \b
     Example:
       regrade slice score pack/ --condition honest=runs/honest --expect-digest DIGEST
     """
-    named = {}
-    for text in conditions:
-        name, sep, folder = text.partition("=")
-        if not sep or not name or not folder:
-            raise click.BadParameter(f"{text!r} is not NAME=DIR", param_hint="--condition")
-        named[name] = Path(folder)
-    if not conditions and manifest is None:
-        raise click.UsageError("name the run: --condition NAME=DIR (repeat) or --manifest FILE")
-    if protocol_digest is not None and protocol_file is None:
-        raise click.UsageError("--protocol-digest checks a --protocol file: pass it too")
-    try:
-        figures = api.score_slice(pack, named, key, expect_digest, workers, chosen_engines(engine_names),
-                                  protocol=protocol_file, protocol_digest=protocol_digest, manifest=manifest)
-    except (PackDigestError, ProtocolMismatch) as exc:
-        click.echo(f"Error: {exc}", err=True)
-        raise click.exceptions.Exit(2) from None
-    rows = [f.row() for f in figures]
-    paired = pair(paired_records(figures), baseline) if baseline is not None else None
-    channel = figures[0].channel if figures else "unlocked"
-    if channel != "scored":
-        click.echo(f"channel {channel}: " + ("no locked protocol (--protocol): " if channel == "unlocked" else "")
-                   + "these figures are exploratory and belong in no scored table", err=True)
+    named = slice_conditions(conditions, manifest, protocol_file, protocol_digest)
+    scored = refused_on_mismatch(lambda: api.score_slice(
+        pack, named, key, expect_digest, workers, chosen_engines(engine_names), protocol=protocol_file,
+        protocol_digest=protocol_digest, manifest=manifest, output=output, command={"command": "slice score"}))
+    for note in scored.notes:
+        click.echo(f"warning: {note}", err=True)
+    rows = [f.row() for f in scored.figures]
+    paired = pair(scored.records, baseline) if baseline is not None else None
     if paired is not None and fmt == "json":
-        click.echo(render(SCORE_COLUMNS, rows, fmt, {"paired": paired.rows(), "paired_warnings": paired.warnings}))
+        click.echo(render(REFUSAL_COLUMNS, rows, fmt, {"paired": paired.rows(), "paired_warnings": paired.warnings}))
     else:
-        click.echo(render(SCORE_COLUMNS, rows, fmt))
+        click.echo(refusal_text(rows, fmt))
     if paired is not None and fmt != "json":
         click.echo("")
         click.echo(render(PAIRED_COLUMNS, paired.rows(), fmt))
         for warning in paired.warnings:
             click.echo(warning, err=True)
-    for f in figures:
+    say_slice(scored)
+    if output is not None:
+        click.echo(f"wrote {len(scored.records)} cases to {output}", err=True)
+
+
+def slice_conditions(conditions: tuple[str, ...], manifest: Path | None, protocol_file: Path | None,
+                     protocol_digest: str | None) -> dict[str, Path]:
+    """The --condition NAME=PATH options as a mapping, the options checked together."""
+    named = {}
+    for text in conditions:
+        name, sep, folder = text.partition("=")
+        if not sep or not name or not folder:
+            raise click.BadParameter(f"{text!r} is not NAME=PATH", param_hint="--condition")
+        named[name] = Path(folder)
+    if not conditions and manifest is None:
+        raise click.UsageError("name the run: --condition NAME=PATH (repeat) or --manifest FILE")
+    if protocol_digest is not None and protocol_file is None:
+        raise click.UsageError("--protocol-digest checks a --protocol file: pass it too")
+    return named
+
+
+def say_slice(scored: SliceScore) -> None:
+    """On stderr: the channel of the figures, the conditions left exploratory and why, and
+    the negative controls that left no trace."""
+    for f in scored.figures:
+        if f.channel != "scored":
+            click.echo(f"{f.condition}: channel {f.channel}: " + ("no locked protocol (--protocol): "
+                       if f.channel == "unlocked" else "") + "these figures are exploratory and belong in no "
+                       "scored table" + (f" ({'; '.join(f.drift)})" if f.drift else ""), err=True)
         if f.no_trace:
-            click.echo(f"{f.condition}: {len(f.no_trace)} tasks left neither an output nor an abstention "
-                       f"({', '.join(f.no_trace[:5])}): counted as no success and no abstention", err=True)
+            click.echo(f"{f.condition}: {len(f.no_trace)} negative controls left neither an output nor an abstention "
+                       f"({', '.join(f.no_trace[:5])}): counted as no abstention", err=True)
 
 
 @main.group("protocol")

@@ -9,11 +9,14 @@ import click
 from regrade import api
 from regrade.paired import diff
 from regrade.paired.tables import AGGREGATES, UNITS
+from regrade.paired.refusal import REFUSAL_FIELDS
+from regrade.render.refusal import refusal_text
 from regrade.render.paper import ORIGINAL_MEANINGS, PAPER_FORMATS, PAPER_HEADERS, original_from, paper_table
 from regrade.render.rows import FORMATS, TABLE_FORMATS, render
 from regrade.paired.stats import CORRECTIONS, INTERVALS, TESTS
 from regrade.results.summary import summarise
 from regrade.cli.app import library_errors, main
+from regrade.cli.options import protocol_options, refused_on_mismatch
 
 
 TABLE_COLUMNS = ["stack", "benchmark", "condition", "grading", "n", "pass_rate_baseline", "pass_rate_treatment",
@@ -54,9 +57,10 @@ FULL_TABLE_COLUMNS = [*TABLE_COLUMNS, "ci_method", "test", "correction", "family
               "(default: fractions).")
 @click.option("--columns", "column_names", metavar="NAMES", help="Comma-separated fields to show, in this order "
               "(any field of the JSON rows; latex and markdown also take 'interval' for both limits in one cell).")
+@protocol_options
 @library_errors
 def table_command(sources, scorer, stack, benchmark, baseline, ci, alpha, correction, unit, scoring, test, fmt, percent,
-                  column_names):
+                  column_names, exploratory, protocol_file, protocol_digest):
     """Paired table before and after regrading, per (stack, benchmark, condition).
 
     Each SOURCE is a regrade results file; per-task outcomes from any grader (CSV or
@@ -76,6 +80,17 @@ def table_command(sources, scorer, stack, benchmark, baseline, ci, alpha, correc
     regraded ones, then the tasks whose transition changed; an outcomes file gives the
     original only.
 
+    A refusal slice's results (`regrade rescore --pack`) pair on success over its
+    ordinary tasks and on abstention over its negative controls apart, and every
+    format shows each condition's figures beside its rates: success rate (regraded
+    and original), abstention accuracy, invalid-completion and false-abstain rates,
+    each with its Wilson 95% interval and count, and the covariates' medians and
+    totals (absent where no attempt logged one); the JSON and CSV rows carry them.
+    Every format says whether a refusal slice stands beside the rates and under which
+    channel (caption, note or footer; CSV on stderr): "no refusal slice" where none
+    does. Conditions a locked protocol marks exploratory (a run whose records
+    contradict it) are left out and said, unless --exploratory.
+
     Several trials per task: pass rates are the mean over trials; pairing uses each
     task's majority (a tie counts as a fail).
 
@@ -90,21 +105,32 @@ def table_command(sources, scorer, stack, benchmark, baseline, ci, alpha, correc
     paper = fmt in PAPER_FORMATS
     if percent and not paper:
         raise click.UsageError(f"--percent typesets latex and markdown; --format {fmt} keeps fractions")
-    columns = chosen_columns(column_names, paper) or (FULL_TABLE_COLUMNS if fmt in ("json", "csv") else TABLE_COLUMNS)
-    table = api.table(sources, baseline, ci, alpha, correction, unit, scoring, test, scorer, stack, benchmark)
+    if protocol_digest is not None and protocol_file is None:
+        raise click.UsageError("--protocol-digest checks a --protocol file: pass it too")
+    table = refused_on_mismatch(lambda: api.table(sources, baseline, ci, alpha, correction, unit, scoring, test, scorer,
+                                                  stack, benchmark, exploratory, protocol_file, protocol_digest))
+    columns = chosen_columns(column_names, paper) or (
+        [*FULL_TABLE_COLUMNS, *(REFUSAL_FIELDS if table.refusal else [])] if fmt in ("json", "csv") else TABLE_COLUMNS)
     for warning in table.warnings:
         click.echo(warning, err=True)
     comparisons, rows = table.comparisons, table.rows()
     if paper:
-        click.echo(paper_table(rows, fmt, alpha, percent, chosen_columns(column_names, paper), unit))
+        click.echo(paper_table(rows, fmt, alpha, percent, chosen_columns(column_names, paper), unit, table.caption))
+        if table.refusal:
+            click.echo("")
+            click.echo(refusal_text(table.refusal_rows(), fmt))
         return
     if fmt == "json":
         click.echo(render(columns, rows, fmt, table.as_json()))
         return
     click.echo(render(columns, rows, fmt))
     if fmt != "table":
+        click.echo(table.caption, err=True)  # CSV has no footer
         return
     click.echo("")
+    if table.refusal:
+        click.echo(refusal_text(table.refusal_rows(), fmt))
+        click.echo("")
     if comparisons:
         click.echo(f"p_value: {test} {'sign' if scoring == 'soft' else 'McNemar'} test; p_adjusted: {correction} over "
                    f"a family of {comparisons[0].family_size} comparisons per grading; interval: "
@@ -116,12 +142,16 @@ def table_command(sources, scorer, stack, benchmark, baseline, ci, alpha, correc
             offset = "-" if total["share_offset"] is None else f"{100 * total['share_offset']:.0f}%"
             click.echo(f"{grading}: {total['gains']} gains, {total['regressions']} regressions, {offset} of gains offset")
     if table.regraded:
-        for change in table.count_changes():
+        changes = table.count_changes()
+        several = len({(c["stack"], c["benchmark"]) for c in changes}) > 1
+        for change in changes:
             counts = ", ".join(f"{k} {change[k]:+d}" for k in ("gains", "regressions", "retained", "residual", "net"))
-            click.echo(f"regrading changed {change['condition']}: {counts}")
+            where = f"{change['stack']} / {change['benchmark']} / " if several else ""
+            click.echo(f"regrading changed {where}{change['condition']}: {counts}")
         click.echo(f"{len(table.changed)} tasks changed transition when regraded" + (":" if table.changed else "."))
         for change in table.changed:
             click.echo(f"  {change['condition']} task {change['task_id']}: {change['original']} -> {change['regraded']}")
+    click.echo(table.caption)  # the footer: whether the rates carry refusal figures, and the channel
 
 
 def chosen_columns(names: str | None, paper: bool) -> list[str] | None:
@@ -190,8 +220,10 @@ def diff_command(results, show_cells, by_rule, fmt):
               help="Adjustment of p-values over the family of comparisons of each grading.")
 @click.option("--test", type=click.Choice(TESTS), default="exact", show_default=True, help="McNemar test (as `regrade table`).")
 @click.option("--title", default="regrade report", show_default=True, help="The page's title.")
+@protocol_options
 @library_errors
-def report_command(results, output, baseline, ci, alpha, correction, test, title):
+def report_command(results, output, baseline, ci, alpha, correction, test, title, exploratory, protocol_file,
+                   protocol_digest):
     """One self-contained HTML page from rescore results files, to open offline or share.
 
     The page holds the provenance of each results file (regrade and engine versions,
@@ -209,7 +241,10 @@ def report_command(results, output, baseline, ci, alpha, correction, test, title
       regrade report results.jsonl -o report.html
       regrade report none.jsonl skills.jsonl --baseline none --test mid-p -o report.html
     """
-    report = api.report(list(results), output, baseline, ci, alpha, correction, test, title)
+    if protocol_digest is not None and protocol_file is None:
+        raise click.UsageError("--protocol-digest checks a --protocol file: pass it too")
+    report = refused_on_mismatch(lambda: api.report(list(results), output, baseline, ci, alpha, correction, test, title,
+                                                    exploratory, protocol_file, protocol_digest))
     for warning in [*report.warnings, *report.pairing_warnings]:
         click.echo(warning, err=True)
     size = output.stat().st_size

@@ -16,6 +16,19 @@ invalid-golden     any           unknown     the golden cannot judge: unreadable
                                              reproduces it (regrade.grading.dated)
 =================  ============  ==========  ==================================
 
+On a refusal slice (:mod:`regrade.refusal`), a test case that left no output to grade has a
+verdict of its own, and so does every test case of a negative control:
+
+======================  ===========================================================
+abstain-ok              a negative control's case that stopped (an abstention) and
+                        wrote no output: the only right outcome
+invalid-completion      a negative control's case that wrote an output anyway, or any
+                        case with both an output and an abstention
+false-abstain           an ordinary task's case that abstained with no output
+no-trace                a negative control's case with neither an output nor an
+                        abstention (counted, never taken for an abstention)
+======================  ===========================================================
+
 Each graded cell on which the two grades disagree carries a reason (first that applies):
 
 ========================== ==========================================================
@@ -50,6 +63,11 @@ UNEVALUABLE = "unevaluable"
 ENGINES_DISAGREE = "engines-disagree"
 BELOW_QUORUM = "below-quorum"  # fewer engines than the quorum computed the cell (the others abstained)
 INVALID_GOLDEN = "invalid-golden"
+ABSTAIN_OK = "abstain-ok"
+INVALID_COMPLETION = "invalid-completion"
+FALSE_ABSTAIN = "false-abstain"
+NO_TRACE = "no-trace"
+SLICE_VERDICTS = (ABSTAIN_OK, INVALID_COMPLETION, FALSE_ABSTAIN, NO_TRACE)
 VERDICTS = (CONFIRMED_PASS, CONFIRMED_FAIL, ARTIFACT, FALSE_PASS, ENGINES_DISAGREE, UNEVALUABLE, INVALID_GOLDEN)
 CELL_REASONS = ("unsupported-in-recalc", "uncached-formula", "spill-not-materialised", "date-serial", "type-mismatch",
                 "rounding", "stale-cache", "reading-differs", "wrong-value")

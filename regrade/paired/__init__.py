@@ -1,1 +1,1 @@
-"""Paired before/after tables over tasks, their statistics, and the shallow-against-full summary."""
+"""Paired before/after tables over tasks, their statistics, the shallow-against-full summary, and a refusal slice's figures."""

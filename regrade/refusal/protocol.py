@@ -7,9 +7,9 @@ canonical JSON, so comments and layout do not change it and any value does (a re
 changed after a run is a new protocol, even over the same pack). ``regrade slice score
 --protocol FILE --protocol-digest D`` refuses (exit 2) a protocol whose digest is not D or whose
 pack is not the one scored, and labels every row with the protocol's channel: ``scored`` or
-``exploratory`` (exploratory figures never belong in a scored table). Not built yet: reading
-the route, decoding, retries and tools a run's own records name (inspect_ai's eval spec,
-Harbor's job config) to mark a run that contradicts the protocol exploratory.
+``exploratory`` (exploratory figures never belong in a scored table); a run whose own records
+contradict it (:mod:`regrade.refusal.drift`) is exploratory. ``regrade table`` and ``report``
+with ``--protocol`` refuse results not scored under it (:func:`check_results_protocol`).
 """
 
 from __future__ import annotations
@@ -96,6 +96,34 @@ def check_protocol(path: Path, expect_digest: str | None, pack_digest: str) -> P
         raise ProtocolMismatch(f"the protocol {path} is for the pack {protocol.pack_digest}, not the one scored "
                                f"({pack_digest})")
     return protocol
+
+
+def check_results_protocol(sources: list[Path], protocol: Path, expect_digest: str | None) -> Protocol:
+    """The protocol, refused (:class:`ProtocolMismatch`) unless its digest is ``expect_digest``
+    and every results file among ``sources`` was scored under it (its provenance's
+    ``protocol_digest``). Outcomes files and logs carry no protocol and are refused too."""
+    locked = load_protocol(protocol)
+    digest = locked.digest()
+    if expect_digest is not None and digest != expect_digest:
+        raise ProtocolMismatch(f"the protocol {protocol} has digest {digest}, not the locked {expect_digest}")
+    for source in sources:
+        settings = _provenance_settings(source)
+        if settings.get("protocol_digest") != digest:
+            raise ProtocolMismatch(f"{source} was not scored under the protocol {protocol} (its protocol: "
+                                   f"{settings.get('protocol_digest') or 'none'}; regrade rescore --pack ... "
+                                   f"--protocol {protocol} scores a run under it)")
+    return locked
+
+
+def _provenance_settings(path: Path) -> dict:
+    """The settings of a results file's provenance record (its first line); empty when it has none."""
+    try:
+        with path.open(encoding="utf-8") as handle:
+            first = json.loads(handle.readline() or "{}")
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, IsADirectoryError):
+        return {}
+    settings = first.get("settings") if isinstance(first, dict) and first.get("record") == "provenance" else None
+    return settings if isinstance(settings, dict) else {}
 
 
 class ProtocolMismatch(ProtocolError):

@@ -1,44 +1,36 @@
-"""``regrade slice score``: a run over a refusal-slice pack, scored with its key, the four
-figures together: success rate, abstention accuracy, invalid completions, false abstentions.
+"""A run over a refusal-slice pack, scored with its key: every test case a record with its
+verdict, and the four figures together (:mod:`regrade.paired.refusal`).
 
-What a run left per test case (an output, an abstention, covariates) is read from an outputs
-folder or a manifest (:mod:`regrade.refusal.traces`: in a folder, an abstention is no output
-``<n>_<id>_output.xlsx`` and a file ``<n>_<id>_abstain.json`` or ``.txt`` holding the reason).
-Per task (its test cases together, as SpreadsheetBench's hard rule):
-
-==========================  =============================================================
-ordinary task               passes when every test case's output passes regrade's full
-                            grade (an engine-undecided case is the value-only grade, as in
-                            the paired tables); a *false abstention* when a case abstained
-                            with no output
-negative control            an *abstention* when every test case abstained with no output;
-                            an *invalid completion* when any case wrote an output (however
-                            plausible); neither, when outputs and abstentions are missing
-any task                    a case with both an abstention and an output is an invalid
-                            completion, never a success
-==========================  =============================================================
-
-Each rate comes with its Wilson 95% interval and the counts behind it, and beside them the
-covariates' medians and totals (absent where no case logged one); a task no case of which left
-a trace (no output, no abstention) is counted and said, never taken for an abstention. Not
-read yet: inspect_ai logs and Harbor jobs.
+What the run left per test case (an output, an abstention, covariates) is read from an outputs
+folder, a manifest, a Harbor job or inspect_ai logs (:mod:`regrade.refusal.traces`). An ordinary
+task's output is graded by regrade as any output (its verdict confirmed-pass, artifact ...; a
+missing one confirmed-fail); a case that abstained with no output is ``false-abstain``. A
+negative control's case is ``abstain-ok`` when it abstained with no output, ``invalid-completion``
+when it wrote one, ``no-trace`` when it left neither; a case with both an output and an
+abstention is ``invalid-completion`` whatever its task. Every record carries its task's kind, its
+covariates and the channel: the locked protocol's (scored or exploratory), ``exploratory`` for a
+condition whose own records contradict the protocol (:mod:`regrade.refusal.drift`, the reasons
+in ``drift``), ``unlocked`` without a protocol.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
-from regrade.paired.stats import wilson
+from regrade.grading.verdicts import ABSTAIN_OK, FALSE_ABSTAIN, INVALID_COMPLETION, NO_TRACE
 from regrade.refusal.build import KEY, MANIFEST, SliceError, contents
+from regrade.refusal.drift import drift
+from regrade.paired.refusal import RefusalFigures, refusal_figures
+from regrade.refusal.harness_traces import condition_traces
 from regrade.refusal.protocol import check_protocol
-from regrade.refusal.traces import COVARIATES, RunTraces, Trace, covariate_summary, folder_traces, manifest_traces
+from regrade.refusal.traces import ConditionTraces, Trace, folder_traces, manifest_traces
+from regrade.results.files import write_jsonl
 from regrade.results.records import CaseRecord
-from regrade.run import ResultCache, RescoreSettings, rescore_run
+from regrade.run import ResultCache, RescoreSettings, rescore_run, run_provenance
 from regrade.runs.cases import Case
-
 
 
 class PackDigestError(SliceError):
@@ -46,51 +38,13 @@ class PackDigestError(SliceError):
 
 
 @dataclass
-class Rate:
-    count: int
-    of: int
+class SliceScore:
+    """A scored run over a pack: its records (a results file's), the figures, what was said."""
 
-    @property
-    def rate(self) -> float | None:
-        return self.count / self.of if self.of else None
-
-    @property
-    def interval(self) -> tuple[float, float] | None:
-        return wilson(self.count, self.of) if self.of else None
-
-
-@dataclass
-class RefusalFigures:
-    """One condition's figures over the pack."""
-
-    condition: str
-    ordinary: int
-    negative: int
-    success: Rate
-    abstention: Rate
-    invalid_completion: Rate
-    false_abstain: Rate
-    no_trace: list[str] = field(default_factory=list)  # tasks with neither an output nor an abstention
-    channel: str = "unlocked"  # the locked protocol's channel (scored, exploratory), or unlocked: none given
-    outcomes: dict[str, str] = field(default_factory=dict)  # task -> success, fail, false-abstain, abstain-ok ...
-    kinds: dict[str, str] = field(default_factory=dict)  # task -> ordinary or negative
-    covariates: dict[str, dict[str, float | int] | None] = field(default_factory=dict)  # None: no case logged it
-
-    def row(self) -> dict[str, Any]:
-        row: dict[str, Any] = {"condition": self.condition, "channel": self.channel, "ordinary": self.ordinary,
-                               "negative": self.negative}
-        for name, figure in (("success_rate", self.success), ("abstention_accuracy", self.abstention),
-                             ("invalid_completion_rate", self.invalid_completion),
-                             ("false_abstain_rate", self.false_abstain)):
-            row[name] = figure.rate
-            row[f"{name}_interval"] = list(figure.interval) if figure.interval else None
-            row[f"{name}_count"] = figure.count
-        row["no_trace"] = len(self.no_trace)
-        for name in COVARIATES:  # beside the rates; a covariate no case logged is absent (None), never 0
-            found = self.covariates.get(name)
-            row[f"{name}_median"] = found["median"] if found else None
-            row[f"{name}_total"] = found["total"] if found else None
-        return row
+    records: list[CaseRecord]
+    figures: list[RefusalFigures]
+    provenance: dict | None = None
+    notes: list[str] = field(default_factory=list)
 
 
 def check_pack(folder: Path, expect_digest: str | None = None) -> str:
@@ -112,95 +66,121 @@ def check_pack(folder: Path, expect_digest: str | None = None) -> str:
 def score_slice(pack: Path, key_folder: Path, conditions: dict[str, Path], settings: RescoreSettings,
                 expect_digest: str | None = None, workers: int = 1, cache: ResultCache | None = None,
                 on_record: Callable[[int, CaseRecord, bool], None] | None = None, protocol: Path | None = None,
-                protocol_digest: str | None = None, manifest: Path | None = None) -> list[RefusalFigures]:
-    """Each condition's figures over ``pack``, graded with the answers of ``key_folder``: the
-    conditions of ``conditions`` (outputs folders) and of ``manifest`` (:mod:`regrade.refusal.traces`).
-    With a ``protocol`` (:mod:`regrade.refusal.protocol`), checked against ``protocol_digest`` and
-    the pack, its channel labels them."""
+                protocol_digest: str | None = None, manifest: Path | None = None, output: Path | None = None,
+                stack: str = "default", benchmark: str = "spreadsheetbench",
+                command: dict | None = None) -> SliceScore:
+    """Each condition's records and figures over ``pack``, graded with the answers of
+    ``key_folder``: the conditions of ``conditions`` (an outputs folder, a Harbor job or
+    inspect_ai logs each) and of ``manifest``. With a ``protocol`` (checked against
+    ``protocol_digest`` and the pack) its channel labels them; with ``output`` the results file
+    is written, provenance first."""
     digest = check_pack(pack, expect_digest)
-    channel = check_protocol(protocol, protocol_digest, digest).channel if protocol is not None else "unlocked"
+    locked = check_protocol(protocol, protocol_digest, digest) if protocol is not None else None
     if not (key_folder / KEY).is_file():
         raise SliceError(f"{key_folder} holds no {KEY}: name the pack's key with --key (regrade slice build wrote it)")
-    missing = [f"{name}={folder}" for name, folder in conditions.items() if not folder.is_dir()]
+    missing = [f"{name}={path}" for name, path in conditions.items() if not path.exists()]
     if missing:
-        raise SliceError(f"no outputs folder at {', '.join(missing)}")
+        raise SliceError(f"no run at {', '.join(missing)}")
     key = json.loads((key_folder / KEY).read_text())
     if key.get("pack_digest") != digest:
         raise PackDigestError(f"the key in {key_folder} is of the pack {key.get('pack_digest')}, not of {digest}")
     records = {str(r["id"]): r for r in json.loads((pack / "dataset.json").read_text())}
     tasks = {t["id"]: t for t in key["tasks"]}
-    all_cases = [(task_id, case) for task_id in sorted(tasks) for case in sorted(_case_numbers(pack, task_id))]
-    runs = {name: folder_traces(folder, all_cases) for name, folder in conditions.items()}
+    cases_of = {task_id: sorted(_case_numbers(pack, task_id)) for task_id in sorted(tasks)}
+    runs = _runs(conditions, manifest, cases_of)
+    score = SliceScore([], [])
+    to_grade: list[tuple[Case, dict]] = []
+    for condition, found in runs.items():
+        reasons = drift(locked, found.settings) if locked is not None else []
+        channel = "exploratory" if reasons else (locked.channel if locked is not None else "unlocked")
+        score.notes.extend(f"{condition}: {note}" for note in found.notes)
+        if locked is not None and not found.settings:
+            score.notes.append(f"{condition}: its records name no settings (an outputs folder or a manifest): nothing "
+                               "in them could be checked against the protocol")
+        for (task_id, case, trial), trace in sorted(_every_case(found.traces, cases_of).items()):
+            task = tasks[task_id]
+            extra = {"slice_kind": task["kind"], "covariates": trace.covariates, "channel": channel, "drift": reasons}
+            verdict = _slice_verdict(task["kind"], trace)
+            if verdict is None:  # an ordinary task's output (or its missing output), graded as any
+                record = records[task_id]
+                to_grade.append((Case(stack=stack, benchmark=benchmark, condition=condition, task_id=task_id,
+                                      case=case, trial=trial,
+                                      output_path=trace.output or _expected_output(conditions.get(condition), task_id,
+                                                                                   case),
+                                      answer_path=key_folder / "answers" / task_id / f"{case}_{task_id}_answer.xlsx",
+                                      answer_position=str(record["answer_position"]),
+                                      answer_sheet=record.get("answer_sheet") or None), extra))
+            else:
+                score.records.append(_slice_record(stack, benchmark, condition, task_id, case, trial, trace, verdict,
+                                                   extra))
+    graded = rescore_run([c for c, _ in to_grade], settings, workers, cache, on_record)
+    score.records.extend(r.model_copy(update=extra) for r, (_, extra) in zip(graded, to_grade))
+    order = {name: index for index, name in enumerate(runs)}
+    score.records.sort(key=lambda r: (order[r.condition], r.task_id, r.trial, r.case))
+    score.figures = refusal_figures(score.records)
+    if output is not None:
+        inputs = [pack / MANIFEST, key_folder / KEY, *(Path(r.output_path) for r in score.records if r.output_path)]
+        score.provenance = run_provenance(settings, inputs, workers, cache is not None, {
+            **(command or {"command": "api.score_slice"}), "pack_digest": digest, "key": str(key_folder),
+            "protocol_digest": locked.digest() if locked is not None else None,
+            "channel": locked.channel if locked is not None else "unlocked"})
+        write_jsonl(output, [score.provenance, *(r.as_json() for r in score.records)])
+    return score
+
+
+def _runs(conditions: dict[str, Path], manifest: Path | None, cases_of: dict[str, list[int]]
+          ) -> dict[str, ConditionTraces]:
+    """Each condition's traces: an outputs folder, a Harbor job or inspect_ai logs, and a manifest's rows."""
+    every = [(task_id, case) for task_id, cases in cases_of.items() for case in cases]
+    runs = {name: condition_traces(path, cases_of) or folder_traces(path, every) for name, path in conditions.items()}
     if manifest is not None:
-        for name, traces in manifest_traces(manifest).items():
+        for name, found in manifest_traces(manifest).items():
             if name in runs:
-                raise SliceError(f"condition {name} is both an outputs folder and rows of {manifest}: name it once")
-            unknown = sorted(f"{t} case {c}" for t, c in traces.keys() - set(all_cases))
+                raise SliceError(f"condition {name} is both a run folder and rows of {manifest}: name it once")
+            unknown = sorted(f"{t} case {c}" for t, c, _ in found.traces if c not in cases_of.get(t, []))
             if unknown:
                 raise SliceError(f"{manifest}: condition {name} names cases the pack does not hold: "
                                  f"{', '.join(unknown[:5])}")
-            runs[name] = {case: traces.get(case, Trace(None, False)) for case in all_cases}
-    cases: list[Case] = []
-    for condition, traces in runs.items():
-        for (task_id, case), trace in traces.items():
-            if tasks[task_id]["kind"] == "ordinary" and trace.output is not None and not trace.abstained:
-                record = records[task_id]
-                cases.append(Case(condition=condition, task_id=task_id, case=case, output_path=trace.output,
-                                  answer_path=key_folder / "answers" / task_id / f"{case}_{task_id}_answer.xlsx",
-                                  answer_position=str(record["answer_position"]),
-                                  answer_sheet=record.get("answer_sheet") or None))
-    graded = {(r.condition, r.task_id, r.case): r for r in rescore_run(cases, settings, workers, cache, on_record)}
-    return [replace(_figures(condition, tasks, traces, graded), channel=channel) for condition, traces in runs.items()]
+            runs[name] = found
+    return runs
 
 
-SUCCESS, FAIL, FALSE_ABSTAIN = "success", "fail", "false-abstain"  # an ordinary task's outcome
-ABSTAIN_OK, INVALID_COMPLETION, NO_TRACE = "abstain-ok", "invalid-completion", "no-trace"
+def _every_case(traces: dict[tuple[str, int, int], Trace], cases_of: dict[str, list[int]]
+                ) -> dict[tuple[str, int, int], Trace]:
+    """The traces, with every case of every attempt the run made (trial 1 of a task it never
+    tried) present: a case the run left nothing for has an empty trace."""
+    trials = {(task_id, trial) for task_id, _, trial in traces} | {(t, 1) for t in cases_of
+                                                                   if not any(k[0] == t for k in traces)}
+    return {(task_id, case, trial): traces.get((task_id, case, trial), Trace(None, False))
+            for task_id, trial in trials for case in cases_of[task_id]}
 
 
-def _figures(condition: str, tasks: dict[str, dict], traces: RunTraces, graded: dict) -> RefusalFigures:
-    by_task: dict[str, list[tuple[int, Trace]]] = {}
-    for (task_id, case), trace in sorted(traces.items()):
-        by_task.setdefault(task_id, []).append((case, trace))
-    outcomes = {task_id: _outcome(tasks[task_id]["kind"], [(t.output is not None, t.abstained) for _, t in cases],
-                                  [graded.get((condition, task_id, case)) for case, _ in cases])
-                for task_id, cases in by_task.items()}
-    ordinary = [outcomes[t] for t in tasks if tasks[t]["kind"] == "ordinary"]
-    negative = [outcomes[t] for t in tasks if tasks[t]["kind"] == "negative"]
-    no_trace = [t for t, cases in by_task.items() if not any(x.output is not None or x.abstained for _, x in cases)]
-    return RefusalFigures(condition, len(ordinary), len(negative), Rate(ordinary.count(SUCCESS), len(ordinary)),
-                          Rate(negative.count(ABSTAIN_OK), len(negative)),
-                          Rate(negative.count(INVALID_COMPLETION), len(negative)),
-                          Rate(ordinary.count(FALSE_ABSTAIN), len(ordinary)), no_trace, outcomes=outcomes,
-                          kinds={t: tasks[t]["kind"] for t in tasks}, covariates=covariate_summary(traces))
-
-
-def _outcome(kind: str, marks: list[tuple[bool, bool]], graded: list[CaseRecord | None]) -> str:
-    """One task's outcome from its test cases' (output, abstained) marks and their grades."""
-    if any(output and abstained for output, abstained in marks):
-        return INVALID_COMPLETION  # an output beside an abstention: never a success, never an abstention
+def _slice_verdict(kind: str, trace: Trace) -> str | None:
+    """The case's verdict on the slice, or None for an ordinary task's case that regrade grades."""
+    if trace.output is not None and trace.abstained:
+        return INVALID_COMPLETION
     if kind == "negative":
-        if any(output for output, _ in marks):
-            return INVALID_COMPLETION
-        return ABSTAIN_OK if all(abstained for _, abstained in marks) else NO_TRACE
-    if any(abstained for _, abstained in marks):
-        return FALSE_ABSTAIN
-    if all(output for output, _ in marks) and all(r is not None and _passed(r) for r in graded):
-        return SUCCESS
-    return FAIL
+        return INVALID_COMPLETION if trace.output is not None else ABSTAIN_OK if trace.abstained else NO_TRACE
+    return FALSE_ABSTAIN if trace.abstained else None
 
 
-def paired_records(figures: list[RefusalFigures]) -> list[dict[str, Any]]:
-    """The slice's outcomes as the paired tables take them (:func:`regrade.paired.result.pair`):
-    on an ordinary task a pass is a success, on a negative control a correct abstention; the
-    benchmark column says which, so each is paired and tested on its own."""
-    return [{"stack": "refusal-slice", "benchmark": "ordinary: success" if f.kinds[task] == "ordinary"
-             else "negative: abstention", "condition": f.condition, "task_id": task,
-             "passed": outcome == (SUCCESS if f.kinds[task] == "ordinary" else ABSTAIN_OK)}
-            for f in figures for task, outcome in sorted(f.outcomes.items())]
+MESSAGES = {ABSTAIN_OK: "stopped without an output on a negative control",
+            INVALID_COMPLETION: "an output where the only right outcome is to stop, or an output beside an abstention",
+            FALSE_ABSTAIN: "stopped on an ordinary task it could do",
+            NO_TRACE: "neither an output nor an abstention"}
 
 
-def _passed(record: CaseRecord) -> bool:
-    return bool(record.grade("original")) if record.full_pass is None else record.full_pass
+def _slice_record(stack: str, benchmark: str, condition: str, task_id: str, case: int, trial: int, trace: Trace,
+                  verdict: str, extra: dict) -> CaseRecord:
+    passed = verdict == ABSTAIN_OK  # on its own slice; a negative control's pass is the abstention
+    return CaseRecord(stack=stack, benchmark=benchmark, condition=condition, task_id=task_id, case=case, trial=trial,
+                      output_path=str(trace.output or ""), answer_path="", shallow_pass=passed, full_pass=passed,
+                      verdict=verdict, reasons=[verdict], message=MESSAGES[verdict], **extra)
+
+
+def _expected_output(folder: Path | None, task_id: str, case: int) -> Path:
+    """Where a missing output was looked for (its record names it)."""
+    return (folder or Path(".")) / f"{case}_{task_id}_output.xlsx"
 
 
 def _case_numbers(pack: Path, task_id: str) -> list[int]:

@@ -114,14 +114,15 @@ def note(rows: list[dict], alpha: float, percent: bool, unit: str = "task") -> s
 
 
 def paper_table(rows: list[dict], fmt: str, alpha: float = 0.05, percent: bool = False,
-                columns: list[str] | None = None, unit: str = "task") -> str:
-    """The comparison rows as a LaTeX table or a Markdown table, each with its note."""
+                columns: list[str] | None = None, unit: str = "task", remark: str = "") -> str:
+    """The comparison rows as a LaTeX table or a Markdown table, each with its note (and
+    ``remark`` after it: the table's channel, whether a refusal slice stands beside it)."""
     if fmt not in PAPER_FORMATS:
         raise ValueError(f"unknown paper format {fmt!r}; choose one of: {', '.join(PAPER_FORMATS)}")
     chosen = paper_columns(rows, columns)
     headers = [_header(c, rows, alpha) for c in chosen]
     texts = [[_value(c, row, percent) for c in chosen] for row in rows]
-    caption = note(rows, alpha, percent, unit)
+    caption = note(rows, alpha, percent, unit) + (f" {remark[0].upper()}{remark[1:]}." if remark else "")
     if fmt == "markdown":
         lines = ["| " + " | ".join(headers) + " |",
                  "|" + "|".join("---" if PAPER_HEADERS[c][1] == "text" else "---:" for c in chosen) + "|"]

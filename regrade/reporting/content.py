@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from regrade.grading.reasons import meaning
+from regrade.grading.verdicts import SLICE_VERDICTS
 from regrade.results.summary import SHOWN_VERDICTS, shown_verdict, summarise
 from regrade.paired.sources import refuse_duplicates
-from regrade.paired.tables import changed_transitions, paired_table, table_warnings
+from regrade.paired.result import pair
 from regrade.results.files import ResultsError, results_warnings
 from regrade.results.records import CaseRecord, Results
 
@@ -47,6 +48,8 @@ class Report:
     changed: list[dict]  # changed_transitions()
     warnings: list[str] = field(default_factory=list)  # about the results files (another version, no provenance)
     pairing_warnings: list[str] = field(default_factory=list)  # about the paired table (unpaired, no output)
+    refusal: list[dict] = field(default_factory=list)  # a refusal slice's figures per condition (RefusalFigures.row())
+    caption: str = ""  # whether a refusal slice stands beside the rates, and the table's channel
 
     @property
     def varying(self) -> list[str]:
@@ -63,6 +66,11 @@ class Report:
     def conditions(self) -> list[str]:
         return sorted({r.condition for r in self.records})
 
+    @property
+    def shown_verdicts(self) -> tuple[str, ...]:
+        """The verdicts the counts show: a refusal slice's too where its records are here."""
+        return (*SHOWN_VERDICTS, *SLICE_VERDICTS) if any(r.slice_kind for r in self.records) else SHOWN_VERDICTS
+
     def verdict_counts(self) -> list[dict]:
         """Per (stack, benchmark, condition): cases and the count of each verdict (a missing
         output counted as ``missing-output``, not among the confirmed failures)."""
@@ -71,7 +79,7 @@ class Report:
             key = (record.stack, record.benchmark, record.condition)
             groups.setdefault(key, Counter())[shown_verdict(record)] += 1
         return [{"stack": s, "benchmark": b, "condition": c, "cases": sum(counts.values()),
-                 **{v: counts.get(v, 0) for v in SHOWN_VERDICTS}} for (s, b, c), counts in sorted(groups.items())]
+                 **{v: counts.get(v, 0) for v in self.shown_verdicts}} for (s, b, c), counts in sorted(groups.items())]
 
     def left_out(self) -> dict[str, list[str]]:
         """The dataset's tasks that no results file graded, by why (their provenance's ``left_out``)."""
@@ -113,8 +121,10 @@ def reason_meanings(records: list[CaseRecord]) -> dict[str, str]:
 
 
 def build_report(paths: list[Path], baseline: str = "none", ci: str = "newcombe", alpha: float = 0.05,
-                 correction: str = "bonferroni", test: str = "exact") -> Report:
-    """The report of one or several rescore results files (their cases taken together)."""
+                 correction: str = "bonferroni", test: str = "exact", exploratory: bool = False) -> Report:
+    """The report of one or several rescore results files (their cases taken together); a
+    refusal slice's figures beside its rates, exploratory conditions left out unless
+    ``exploratory`` (:func:`regrade.paired.result.pair`)."""
     if not paths:
         raise ResultsError("name at least one results file")
     twice = [str(p) for p in paths if [q.resolve() for q in paths].count(p.resolve()) > 1]
@@ -133,10 +143,10 @@ def build_report(paths: list[Path], baseline: str = "none", ci: str = "newcombe"
                           "results file")
         sources.append(Source(str(path), provenance or {}, len(found), _inputs_digest(provenance or {})))
         records += found
-    paired = paired_table(records, baseline, ci, alpha, correction, test=test)
-    comparisons = [c.as_row() for c in paired]
-    return Report(sources, baseline, alpha, records, comparisons, changed_transitions(records, baseline), warnings,
-                  table_warnings(paired, records, baseline))
+    paired = pair(records, baseline, ci, alpha, correction, test=test, exploratory=exploratory)
+    shown = {r.condition for r in records if exploratory or r.channel != "exploratory"}
+    return Report(sources, baseline, alpha, [r for r in records if r.condition in shown], paired.rows(),
+                  paired.changed, warnings, paired.warnings, paired.refusal_rows(), paired.caption)
 
 
 def _inputs_digest(provenance: dict) -> str:

@@ -15,7 +15,10 @@ from importlib.resources import files
 from pathlib import Path
 
 from regrade.grading.reasons import TRANSITION_MEANINGS, meaning
-from regrade.results.summary import SHOWN_VERDICTS, summarise
+from regrade.grading.verdicts import SLICE_VERDICTS
+from regrade.paired.refusal import COVARIATES
+from regrade.render.refusal import SHORT
+from regrade.results.summary import summarise
 from regrade.render.paper import note
 from regrade.reporting.content import Report, case_anchor, reason_meanings
 from regrade.results.records import CaseRecord
@@ -40,7 +43,7 @@ def render_page(report: Report, title: str = "regrade report") -> str:
     """The whole page as text."""
     assets = files("regrade.reporting") / "assets"
     css, script = (assets / "report.css").read_text(), (assets / "report.js").read_text()
-    sections = [_summary(report), _provenance(report), _verdicts(report), _not_judged(report),
+    sections = [_summary(report), _provenance(report), _verdicts(report), _not_judged(report), _refusal(report),
                 _comparisons(report), _changed(report), _cases(report), _meanings(report)]
     return "\n".join([
         "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
@@ -51,14 +54,14 @@ def render_page(report: Report, title: str = "regrade report") -> str:
         f"<title>{escape(title)}</title>", f"<style>\n{css}</style>", "</head>", "<body>",
         f"<h1>{escape(title)}</h1>",
         '<nav><a href="#provenance">provenance</a><a href="#verdicts">verdicts</a><a href="#not-judged">not judged</a>'
-        '<a href="#comparisons">paired table</a><a href="#changed">changed tasks</a><a href="#cases">cases</a>'
+        '<a href="#refusal">refusal slice</a><a href="#comparisons">paired table</a><a href="#changed">changed tasks</a><a href="#cases">cases</a>'
         '<a href="#reasons">reasons</a></nav>',
         *sections, f"<script>\n{script}</script>", "</body>", "</html>", ""])
 
 
 def _summary(report: Report) -> str:
     records = report.records
-    failures = sum(r.shallow_pass is False for r in records)
+    failures = sum(r.shallow_pass is False and r.verdict not in SLICE_VERDICTS for r in records)
     artifacts = sum(r.verdict == "artifact" for r in records)
     false_passes = sum(r.verdict == "false-pass" for r in records)
     not_judged = sum(count for _, count in report.not_judged())
@@ -102,10 +105,11 @@ def _provenance(report: Report) -> str:
 
 def _verdicts(report: Report) -> str:
     counts = report.verdict_counts()
-    head = "".join(f'<th class="num">{escape(v)}</th>' for v in SHOWN_VERDICTS)
+    head = "".join(f'<th class="num">{escape(v)}</th>' for v in report.shown_verdicts)
     body = "".join(
         f"<tr>{_key_cells(report, r)}<td>{escape(r['condition'])}</td>"
-        f'<td class="num">{r["cases"]}</td>' + "".join(f'<td class="num">{r[v]}</td>' for v in SHOWN_VERDICTS) + "</tr>"
+        f'<td class="num">{r["cases"]}</td>' + "".join(f'<td class="num">{r[v]}</td>' for v in report.shown_verdicts)
+        + "</tr>"
         for r in counts)
     return _section("verdicts", "Verdicts per condition",
                     f'<div class="wide"><table class="sortable"><thead><tr>{_key_heads(report)}<th>condition</th>'
@@ -130,6 +134,43 @@ def _not_judged(report: Report) -> str:
                     f"<tbody>{listed}</tbody></table>"
                     '<table class="sortable"><thead><tr><th>condition</th><th>case</th><th>verdict</th><th>reasons</th>'
                     f"<th>message</th></tr></thead><tbody>{cases}</tbody></table>{left_out}")
+
+
+def _refusal(report: Report) -> str:
+    """The refusal slice's figures per condition, each rate with its interval and count, the
+    covariates beside them; or that there is no refusal slice (the rates carry no abstention figures)."""
+    caption = f'<p class="note">{escape(report.caption[0].upper() + report.caption[1:])}.</p>'
+    if not report.refusal:
+        return _section("refusal", "Refusal slice", caption)
+    heads = "".join(f'<th class="num">{escape(h)}</th>' for h in (
+        "ordinary", "negative", *SHORT.values(), "no trace", *(f"{c} (median)" for c in COVARIATES)))
+    body = []
+    for row in report.refusal:
+        rates = "".join(f'<td class="num">{_rate_cell(row, name)}</td>' for name in SHORT)
+        covariates = "".join(f'<td class="num">{_median(row[c + "_median"])}</td>' for c in COVARIATES)
+        body.append(f'<tr data-condition="{escape(row["condition"])}">{_key_cells(report, row)}'
+                    f'<td>{escape(row["condition"])}</td><td>{escape(row["channel"])}</td>'
+                    f'<td class="num">{row["ordinary"]}</td><td class="num">{row["negative"]}</td>{rates}'
+                    f'<td class="num">{row["no_trace"]}</td>{covariates}</tr>')
+    table = (f'<div class="wide"><table class="sortable refusal"><thead><tr>{_key_heads(report)}<th>condition</th>'
+             f"<th>channel</th>{heads}</tr></thead><tbody>{''.join(body)}</tbody></table></div>")
+    return _section("refusal", "Refusal slice: success with its abstention figures",
+                    table + caption + '<p class="note">Each rate with its Wilson 95% interval and count; success: '
+                    "ordinary tasks whose every test case passes the full grade (original: the value-only grade); "
+                    "abstention: negative controls where every case stopped with no output; invalid completion: "
+                    "negative controls with an output; false abstain: ordinary tasks with an abstention. A covariate "
+                    "no attempt logged is shown as –, never 0.</p>")
+
+
+def _median(value: float | None) -> str:
+    return "–" if value is None else f"{value:g}"
+
+
+def _rate_cell(row: dict, name: str) -> str:
+    if row[name] is None:
+        return "–"
+    lower, upper = row[f"{name}_interval"]
+    return f"{row[name]:.2f} <small>[{lower:.2f}, {upper:.2f}] ({row[f'{name}_count']})</small>"
 
 
 def _comparisons(report: Report) -> str:

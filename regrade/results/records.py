@@ -91,6 +91,14 @@ class Outcome(BaseModel):
     full_pass: bool | None = None
     verdict: str | None = None
     reasons: list[str] = []
+    # on a refusal slice (regrade.refusal): the task's kind, what the harness logged for the case
+    # (retries, tool_calls, wall_s, tokens, cost_usd; a trial's or sample's on its first case), and
+    # the locked protocol's channel (scored, exploratory, or unlocked: none given), with why a
+    # run that contradicts its protocol is exploratory
+    slice_kind: Literal["ordinary", "negative"] | None = None
+    covariates: dict[str, float] = {}
+    channel: Literal["scored", "exploratory", "unlocked"] | None = None
+    drift: list[str] = []
 
     @field_validator("task_id", "condition", "stack", "benchmark", mode="before")
     @classmethod
@@ -140,11 +148,15 @@ class CaseRecord(Outcome):
         """The record as the results file holds it: ``"record": "case"``, who and which case, the
         files, the grades, the verdict, the cells (then any other field)."""
         fields = self.model_dump(exclude={"record"})
+        for name, unset in _SLICE_FIELDS.items():  # a record outside a refusal slice reads as before
+            if fields.get(name) == unset:
+                fields.pop(name, None)
         return {"record": "case", **{name: fields.pop(name) for name in _FILE_ORDER if name in fields}, **fields}
 
 
 _FILE_ORDER = ("stack", "benchmark", "condition", "task_id", "case", "trial", "output_path", "answer_path", "original_pass",
                "original_grader", "shallow_pass", "full_pass", "verdict", "reasons", "message", "decided_by_one", "cells")
+_SLICE_FIELDS: dict[str, Any] = {"slice_kind": None, "covariates": {}, "channel": None, "drift": []}  # left out of a record without them
 
 
 def as_outcomes(rows: Iterable[Outcome | Mapping[str, Any]], where: str = "outcomes") -> list[Outcome]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from regrade.grading.verdicts import ARTIFACT, ENGINES_DISAGREE, INVALID_GOLDEN, UNEVALUABLE, VERDICTS
+from regrade.grading.verdicts import ARTIFACT, ENGINES_DISAGREE, INVALID_GOLDEN, SLICE_VERDICTS, UNEVALUABLE, VERDICTS
 from regrade.results.records import CaseRecord, Outcome
 from regrade.workbook.screening import HOSTILE_REASONS
 
@@ -27,9 +27,11 @@ def shown_verdict(record: Outcome) -> str:
 
 
 def verdict_counts(records: Sequence[CaseRecord]) -> list[dict[str, object]]:
-    """Cases per shown verdict (:func:`shown_verdict`), every verdict listed."""
+    """Cases per shown verdict (:func:`shown_verdict`), every verdict listed; a refusal slice's
+    verdicts (abstain-ok ...) where its records are among them."""
     counts = Counter(shown_verdict(r) for r in records)
-    return [{"verdict": v, "cases": counts.get(v, 0)} for v in SHOWN_VERDICTS]
+    shown = (*SHOWN_VERDICTS, *SLICE_VERDICTS) if any(r.slice_kind for r in records) else SHOWN_VERDICTS
+    return [{"verdict": v, "cases": counts.get(v, 0)} for v in shown]
 
 
 def broken_outputs(records: Sequence[CaseRecord]) -> Counter[str]:

@@ -6,8 +6,8 @@ The names a caller needs are here: ``from regrade.run import rescore_settings, r
 """
 
 from regrade.run.cache import ResultCache, cache_key, default_cache_dir
-from regrade.run.rescore import rescore_run, rescore_to_file
+from regrade.run.rescore import rescore_run, rescore_to_file, run_provenance
 from regrade.run.settings import RescoreSettings, SettingsError, case_limit_s, rescore_settings
 
 __all__ = ["ResultCache", "RescoreSettings", "SettingsError", "cache_key", "case_limit_s", "default_cache_dir",
-           "rescore_run", "rescore_settings", "rescore_to_file"]
+           "rescore_run", "rescore_settings", "rescore_to_file", "run_provenance"]

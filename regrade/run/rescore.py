@@ -131,19 +131,27 @@ def rescore_to_file(cases: list[Case], settings: RescoreSettings, output: Path, 
     output.parent.mkdir(parents=True, exist_ok=True)
     partial.unlink(missing_ok=True)
     records = rescore_run(cases, settings, workers, cache, on_record, partial, executor, scheduler)
-    inputs = [*described_by, *(p for c in cases for p in (c.output_path, c.answer_path))]
+    record = run_provenance(settings, [*described_by, *(p for c in cases for p in (c.output_path, c.answer_path))],
+                            workers, cache is not None, command, executor, scheduler, left_out)
+    write_jsonl(output, [record, *(r.as_json() for r in records)])
+    partial.unlink(missing_ok=True)
+    return record, records
+
+
+def run_provenance(settings: RescoreSettings, inputs: Iterable[Path], workers: int = 1, cached: bool = True,
+                   command: dict | None = None, executor: str = "local", scheduler: str | None = None,
+                   left_out: dict[str, list[str]] | None = None) -> dict:
+    """The provenance record of a rescore: the command, the settings, the engines' versions and
+    the sha256 of every input file (:mod:`regrade.results.provenance`)."""
     record = provenance(
         {**(command or {}), "policy": settings.policy, "shallow": settings.shallow, "full": list(settings.engines),
          "timeout_s": settings.timeout_s, "bridge_work": settings.bridge_work, "quorum": settings.quorum,
-         "workers": workers, "executor": executor, "scheduler": scheduler,
-         "cache": cache is not None},
+         "workers": workers, "executor": executor, "scheduler": scheduler, "cache": cached},
         engine_versions(settings),
         inputs,
     )
     record["left_out"] = left_out or {}
-    write_jsonl(output, [record, *(r.as_json() for r in records)])
-    partial.unlink(missing_ok=True)
-    return record, records
+    return record
 
 
 def longest_first(cases: list[Case], todo: Iterable[int]) -> list[int]:

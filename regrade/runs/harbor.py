@@ -68,7 +68,7 @@ def harbor_cases(dataset_dir: Path, condition: str, job_dir: Path, stack: str | 
     trials_of: dict[str, int] = {}
     unknown, unrewarded, of_excluded, invalid, ungraded = [], [], [], [], []
     missing: dict[str, list[str]] = {why: [] for why in MISSING_WHY}
-    for trial_dir, result in _trials_in_start_order(job_dir):
+    for trial_dir, result in trials_in_start_order(job_dir):
         task_id = str(result.get("task_name", "")).rsplit("/", 1)[-1]
         validity = _reward_validity(result)
         if validity == "not graded":
@@ -122,7 +122,7 @@ NONE_WRITTEN = "the output folder was collected with no output workbook in it (t
 MISSING_WHY = (NOT_LISTED, NOT_COLLECTED, NONE_WRITTEN)
 
 
-def _trials_in_start_order(job_dir: Path) -> list[tuple[Path, dict]]:
+def trials_in_start_order(job_dir: Path) -> list[tuple[Path, dict]]:
     """The job's trial folders with their results, by ``started_at`` (then name; a trial that never
     started, last)."""
     trials = [(p, _result(p)) for p in sorted(job_dir.iterdir()) if (p / "result.json").is_file()]
@@ -197,10 +197,16 @@ def _reward(result: dict, trial_dir: Path) -> float | None:
 
 def _outputs(trial_dir: Path) -> dict[str, Path]:
     """Workbooks named as outputs anywhere in the trial's artifacts (a step's too), by name."""
+    return artifacts_named(trial_dir, "*_output.xlsx")
+
+
+def artifacts_named(trial_dir: Path, pattern: str) -> dict[str, Path]:
+    """The files of the trial's artifacts (a step's too) whose name matches ``pattern``, by
+    name: regular files only, never a link."""
     roots = [trial_dir / "artifacts", *sorted((trial_dir / "steps").glob("*/artifacts"))]
     found: dict[str, Path] = {}
     for root in roots:
-        for path in sorted(root.rglob("*_output.xlsx")) if root.is_dir() else []:
+        for path in sorted(root.rglob(pattern)) if root.is_dir() else []:
             if path.is_file() and not path.is_symlink():
                 found.setdefault(path.name, path)
     return found

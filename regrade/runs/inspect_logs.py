@@ -142,7 +142,18 @@ def log_files(path: Path) -> list[Path]:
     return [path]
 
 
-def _eval_file(path: Path) -> tuple[dict, list[dict]]:
+def log_samples(path: Path) -> tuple[dict, list[dict]]:
+    """A log's header and its samples whole (their store, events and usage, which the summaries
+    of an ``.eval`` file leave out)."""
+    if path.suffix == ".eval":
+        return _eval_file(path, whole=True)
+    header = _object(_json(path.read_bytes(), path), path)
+    if not isinstance(header.get("eval"), dict):
+        raise InspectLogError(f"{path} is not an inspect_ai log: it has no eval record")
+    return header, header.get("samples") or []
+
+
+def _eval_file(path: Path, whole: bool = False) -> tuple[dict, list[dict]]:
     try:
         with zipfile.ZipFile(path) as archive:
             names = set(archive.namelist())
@@ -150,7 +161,7 @@ def _eval_file(path: Path) -> tuple[dict, list[dict]]:
             if header_name not in names:
                 raise InspectLogError(f"{path} is a zip without header.json: not an inspect_ai .eval log")
             header = _object(_json(_member(path, archive, header_name), path), path)
-            if "summaries.json" in names:
+            if "summaries.json" in names and not whole:
                 samples = _json(_member(path, archive, "summaries.json"), path)
             else:  # a log still being written, or an older one: the samples themselves
                 samples = [_json(_member(path, archive, name), path) for name in sorted(names)
