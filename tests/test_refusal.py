@@ -321,3 +321,20 @@ def test_the_report_shows_the_figures_beside_the_rates(slice_results, tmp_path):
     row = html[html.index('<table class="sortable refusal">'):].split("</table>")[0]
     honest = row[row.index('data-condition="honest"'):].split("</tr>")[0]
     assert "1.00 <small>" in honest and "0.00 <small>" in honest  # success and abstention 1.00, the others 0.00
+
+
+@pytest.mark.slow
+def test_the_refusal_section_renders_in_headless_chromium_and_sorts(slice_results, tmp_path):
+    from regrade.reporting.browser import rendered_dom
+    from tests.test_report import parsed, require_chromium
+
+    require_chromium()
+    output, _ = slice_results
+    page = tmp_path / "report.html"
+    assert CliRunner().invoke(main, ["report", str(output), "--baseline", "compliant", "-o", str(page)]).exit_code == 0
+    dom = parsed(rendered_dom(page))
+    assert any(t == "html" and a.get("data-script") == "ran" for t, a in dom.found)  # the script ran to its end
+    refusal = dom.having("table", "refusal")
+    assert refusal and "sortable" in refusal[0]["class"]  # its table sorts as the others do
+    rows = [a["data-condition"] for t, a in dom.found if t == "tr" and "data-condition" in a]
+    assert {"compliant", "honest", "stops"} <= set(rows)

@@ -4,6 +4,7 @@ Used by the tests (the page must render in a real browser) and to make the pictu
 ``docs/``::
 
     python3 -m regrade.reporting.browser report.html docs/report-demo.png
+    python3 -m regrade.reporting.browser report.html docs/refusal-report.png refusal   # from #refusal on
 
 Needs Debian's ``chromium`` (``.ci/setup`` installs it). Chromium runs with a new empty
 profile and with its background networking off, so it fetches nothing of its own either.
@@ -44,9 +45,9 @@ def _run(page: Path, *arguments: str, fragment: str = "", timeout_s: float = 120
     return done.stdout
 
 
-def screenshot(page: Path, png: Path, width: int = 1280, height: int = 1600) -> Path:
-    """A PNG of the top ``width`` x ``height`` pixels of the page."""
-    _run(page, f"--window-size={width},{height}", f"--screenshot={png.resolve()}")
+def screenshot(page: Path, png: Path, width: int = 1280, height: int = 1600, fragment: str = "") -> Path:
+    """A PNG of ``width`` x ``height`` pixels of the page: its top, or from ``#fragment`` on."""
+    _run(page, f"--window-size={width},{height}", f"--screenshot={png.resolve()}", fragment=fragment)
     if not png.exists():
         raise RuntimeError(f"chromium wrote no screenshot to {png}")
     return png
@@ -58,6 +59,6 @@ def rendered_dom(page: Path, fragment: str = "") -> str:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        sys.exit("usage: python3 -m regrade.reporting.browser PAGE.html SHOT.png")
-    print(screenshot(Path(sys.argv[1]), Path(sys.argv[2])))
+    if len(sys.argv) not in (3, 4):
+        sys.exit("usage: python3 -m regrade.reporting.browser PAGE.html SHOT.png [SECTION]")
+    print(screenshot(Path(sys.argv[1]), Path(sys.argv[2]), fragment=sys.argv[3] if len(sys.argv) == 4 else ""))

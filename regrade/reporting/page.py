@@ -43,7 +43,7 @@ def render_page(report: Report, title: str = "regrade report") -> str:
     """The whole page as text."""
     assets = files("regrade.reporting") / "assets"
     css, script = (assets / "report.css").read_text(), (assets / "report.js").read_text()
-    sections = [_summary(report), _provenance(report), _verdicts(report), _not_judged(report), _refusal(report),
+    sections = [_summary(report), _refusal(report), _provenance(report), _verdicts(report), _not_judged(report),
                 _comparisons(report), _changed(report), _cases(report), _meanings(report)]
     return "\n".join([
         "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
@@ -53,8 +53,8 @@ def render_page(report: Report, title: str = "regrade report") -> str:
         "script-src 'unsafe-inline'; img-src data:\">",
         f"<title>{escape(title)}</title>", f"<style>\n{css}</style>", "</head>", "<body>",
         f"<h1>{escape(title)}</h1>",
-        '<nav><a href="#provenance">provenance</a><a href="#verdicts">verdicts</a><a href="#not-judged">not judged</a>'
-        '<a href="#refusal">refusal slice</a><a href="#comparisons">paired table</a><a href="#changed">changed tasks</a><a href="#cases">cases</a>'
+        '<nav><a href="#refusal">refusal slice</a><a href="#provenance">provenance</a><a href="#verdicts">verdicts</a>'
+        '<a href="#not-judged">not judged</a><a href="#comparisons">paired table</a><a href="#changed">changed tasks</a><a href="#cases">cases</a>'
         '<a href="#reasons">reasons</a></nav>',
         *sections, f"<script>\n{script}</script>", "</body>", "</html>", ""])
 
