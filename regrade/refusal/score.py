@@ -178,8 +178,10 @@ def _slice_record(stack: str, benchmark: str, condition: str, task_id: str, case
                       verdict=verdict, reasons=[verdict], message=MESSAGES[verdict], **extra)
 
 
-def _expected_output(folder: Path | None, task_id: str, case: int) -> Path:
-    """Where a missing output was looked for (its record names it)."""
+def _expected_output(run: Path | None, task_id: str, case: int) -> Path:
+    """Where a missing output was looked for (its record names it): in the run's folder, or
+    beside its log file."""
+    folder = run if run is None or run.is_dir() else run.parent
     return (folder or Path(".")) / f"{case}_{task_id}_output.xlsx"
 
 
