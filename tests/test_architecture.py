@@ -11,7 +11,7 @@ PACKAGE = ROOT / "regrade"
 # From the bottom; a module may import its own layer and those below
 LAYERS = [("values", "messages", "xml_parser", "processes"), ("workbook",), ("engines",), ("runs", "grading"),
           ("results",), ("run",), ("paired",), ("audit", "refusal"), ("render", "reporting"), ("api", "demo"),
-          ("cli", "__init__", "__main__")]
+          ("service",), ("cli", "__init__", "__main__")]
 LAYER = {name: index for index, names in enumerate(LAYERS) for name in names}
 
 

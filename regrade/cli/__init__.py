@@ -7,8 +7,11 @@ from regrade.xml_parser import let_openpyxl_use_the_c_parser
 let_openpyxl_use_the_c_parser()  # before any module below imports openpyxl
 
 from regrade.cli.app import main  # noqa: E402
-from regrade.cli import audit_commands, engine_commands, run_commands, slice_commands, table_commands  # noqa: E402
+from regrade.cli import (  # noqa: E402
+    audit_commands, engine_commands, run_commands, serve_commands, slice_commands, table_commands,
+)
 
-COMMAND_GROUPS = (run_commands, table_commands, engine_commands, audit_commands, slice_commands)  # importing them registers their commands
+COMMAND_GROUPS = (run_commands, table_commands, engine_commands, audit_commands, slice_commands,
+                  serve_commands)  # importing them registers their commands
 
 __all__ = ["main"]

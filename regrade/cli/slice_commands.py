@@ -19,6 +19,7 @@ from regrade.paired.result import pair
 from regrade.refusal.score import SliceScore
 from regrade.render.refusal import REFUSAL_COLUMNS, refusal_text
 from regrade.render.rows import render
+from regrade.runs.cases import parse_conditions
 
 
 @main.group("slice")
@@ -171,12 +172,7 @@ def slice_score_command(pack, conditions, manifest, key, expect_digest, protocol
 def slice_conditions(conditions: tuple[str, ...], manifest: Path | None, protocol_file: Path | None,
                      protocol_digest: str | None) -> dict[str, Path]:
     """The --condition NAME=PATH options as a mapping, the options checked together."""
-    named = {}
-    for text in conditions:
-        name, sep, folder = text.partition("=")
-        if not sep or not name or not folder:
-            raise click.BadParameter(f"{text!r} is not NAME=PATH", param_hint="--condition")
-        named[name] = Path(folder)
+    named = parse_conditions(list(conditions))
     if not conditions and manifest is None:
         raise click.UsageError("name the run: --condition NAME=PATH (repeat) or --manifest FILE")
     if protocol_digest is not None and protocol_file is None:

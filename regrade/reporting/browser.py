@@ -35,8 +35,9 @@ def chromium() -> str:
     raise BrowserMissing("no chromium on PATH (Debian: apt-get install chromium)")
 
 
-def _run(page: Path, *arguments: str, fragment: str = "", timeout_s: float = 120) -> str:
-    address = page.resolve().as_uri() + (f"#{fragment}" if fragment else "")
+def _run(page: Path | str, *arguments: str, fragment: str = "", timeout_s: float = 120) -> str:
+    """Chromium on a page file, or an address (a server's, http://...)."""
+    address = (page if isinstance(page, str) else page.resolve().as_uri()) + (f"#{fragment}" if fragment else "")
     with tempfile.TemporaryDirectory(prefix="regrade-chromium-") as profile:
         done = subprocess.run([chromium(), *FLAGS, f"--user-data-dir={profile}", *arguments, address],
                               capture_output=True, text=True, timeout=timeout_s, cwd=profile)
@@ -45,7 +46,7 @@ def _run(page: Path, *arguments: str, fragment: str = "", timeout_s: float = 120
     return done.stdout
 
 
-def screenshot(page: Path, png: Path, width: int = 1280, height: int = 1600, fragment: str = "") -> Path:
+def screenshot(page: Path | str, png: Path, width: int = 1280, height: int = 1600, fragment: str = "") -> Path:
     """A PNG of ``width`` x ``height`` pixels of the page: its top, or from ``#fragment`` on."""
     _run(page, f"--window-size={width},{height}", f"--screenshot={png.resolve()}", fragment=fragment)
     if not png.exists():
@@ -53,7 +54,7 @@ def screenshot(page: Path, png: Path, width: int = 1280, height: int = 1600, fra
     return png
 
 
-def rendered_dom(page: Path, fragment: str = "") -> str:
+def rendered_dom(page: Path | str, fragment: str = "") -> str:
     """The page's DOM as HTML after its script ran (opened at ``#fragment`` if given)."""
     return _run(page, "--dump-dom", fragment=fragment)
 

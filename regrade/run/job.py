@@ -31,10 +31,24 @@ def crashed_grading(case: Case, message: str) -> dict:
 
 
 _WORKER: dict = {}
+_WARM = {"keep": False}  # a long-lived process (regrade serve) keeps its engines open between runs
+
+
+def keep_engines_warm(keep: bool = True) -> None:
+    """Keep this process's engines open when a run ends, for the next run with the same
+    settings (:mod:`regrade.service`); ``False`` closes them now. Every workbook still runs
+    under its limits in the engines' isolated workers, so no verdict depends on it."""
+    _WARM["keep"] = keep
+    if not keep:
+        close_worker_engines(force=True)
 
 
 def open_worker_engines(settings: RescoreSettings) -> None:
     """Each worker opens its engines once; every workbook still runs under their limits."""
+    if _WARM["keep"] and _WORKER.get("settings") == settings and "shallow" in _WORKER:
+        return  # open and warm from an earlier run with the same settings
+    if _WARM["keep"]:
+        close_worker_engines(force=True)  # another run's settings
     _WORKER.clear()  # a forked worker's copies of the parent's engines are the parent's to close
     _WORKER["settings"] = settings
     _WORKER["policy"] = get_policy(settings.policy)
@@ -44,7 +58,10 @@ def open_worker_engines(settings: RescoreSettings) -> None:
         engine.start_in_background()
 
 
-def close_worker_engines() -> None:
+def close_worker_engines(force: bool = False) -> None:
+    """Close this worker's engines (kept open with :func:`keep_engines_warm`, unless ``force``)."""
+    if _WARM["keep"] and not force:
+        return
     engines: list[Engine] = [_WORKER["shallow"], *_WORKER["fulls"]] if "shallow" in _WORKER else []
     for engine in engines:
         engine.close()
@@ -77,7 +94,7 @@ def rescore_case_grading(case: Case, defer: bool = False) -> dict | None:
     except EnginesStarting:
         return None
     except DeadlineExceeded as exc:
-        close_worker_engines()  # a worker may still be busy with this case: start afresh
+        close_worker_engines(force=True)  # a worker may still be busy with this case: start afresh
         open_worker_engines(settings)
         result = CaseResult(case, None, None, UNEVALUABLE, ["timeout"], str(exc))
     except Exception as exc:

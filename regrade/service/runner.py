@@ -1,0 +1,116 @@
+"""The job runner of ``regrade serve``: one thread that takes queued jobs in order and runs each
+through :mod:`regrade.api`, as the command line would, keeping its engines warm between jobs.
+
+A rescore job is ``api.rescore`` over the paths its request names, the results file written to
+``DATA/results/<job>.jsonl`` and its report to ``DATA/reports/<job>.html``; progress (cases done of
+the run's total) is stored as each case is graded; a cancelled job stops after the case being
+graded. Gradings go to the results cache under ``DATA/cache``, so a job the server was stopped
+in the middle of is queued again at the next start and resumes from there; a job is done only
+when its results file holds every case of its run.
+
+With one case worker (``--workers 1``, the default) the engines stay open in this process from
+one job to the next (:func:`regrade.run.job.keep_engines_warm`): the start-up a command-line run
+pays is paid once per server. More workers grade a job in a pool of processes that start their
+engines for that job. Every workbook still runs under its limits in the engines' isolated
+workers, so no verdict depends on whether the engines were warm.
+"""
+
+from __future__ import annotations
+
+import threading
+import traceback
+from pathlib import Path
+from typing import Any
+
+from regrade import api
+from regrade.run.job import keep_engines_warm
+from regrade.runs.load import LoadedRun
+from regrade.service.store import Job, Store
+
+
+class JobCancelled(Exception):
+    """Raised between cases when the job's cancel was asked."""
+
+
+class Runner:
+    def __init__(self, store: Store, data: Path, workers: int = 1):
+        self.store, self.data, self.workers = store, data, workers
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="regrade-jobs", daemon=True)
+
+    def start(self) -> None:
+        for job_id in self.store.requeue_unfinished():
+            self.store.log(job_id, "resuming")
+        self._thread.start()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        self._thread.join(timeout=30)
+
+    def _loop(self) -> None:
+        keep_engines_warm(self.workers == 1)
+        try:
+            while not self._stop.is_set():
+                job = self.store.claim_next()
+                if job is None:
+                    self._wake.wait(timeout=1.0)
+                    self._wake.clear()
+                    continue
+                self._run(job)
+        finally:
+            keep_engines_warm(False)
+
+    def _run(self, job: Job) -> None:
+        try:
+            if job.kind != "rescore":
+                raise ValueError(f"unknown job kind {job.kind!r}")
+            results, report = self.rescore(job)
+            self.store.finish(job.id, "done", results=results, report=report)
+        except JobCancelled:
+            self.store.finish(job.id, "cancelled", "cancelled while running; the cases graded are in the results cache")
+        except Exception as exc:  # a job's failure is the job's, never the server's
+            self.store.log(job.id, traceback.format_exc(limit=3).strip().splitlines()[-1])
+            self.store.finish(job.id, "failed", f"{type(exc).__name__}: {exc}")
+
+    def rescore(self, job: Job) -> tuple[Path, Path]:
+        request: dict[str, Any] = job.request
+        results = self.data / "results" / f"{job.id}.jsonl"
+        report = self.data / "reports" / f"{job.id}.html"
+        for folder in (results.parent, report.parent):
+            folder.mkdir(parents=True, exist_ok=True)
+        counted = {"done": 0, "total": 0, "cached": 0}
+
+        def loaded(run: LoadedRun) -> None:
+            counted["total"] = len(run.cases)
+            self.store.progress(job.id, 0, counted["total"])
+            self.store.log(job.id, f"{counted['total']} cases in {len(run.inventories)} conditions")
+
+        def record(index: int, _record: object, cached: bool) -> None:
+            counted["done"] += 1
+            counted["cached"] += cached
+            self.store.progress(job.id, counted["done"], counted["total"])
+            if self.store.cancel_requested(job.id):
+                raise JobCancelled()
+
+        made = api.rescore(request["dataset"], request["conditions"], engines=request.get("engines"),
+                           workers=self.workers, output=results, cache=request.get("cache", True) is not False,
+                           cache_dir=self.data / "cache",
+                           allow_missing=bool(request.get("allow_missing")),
+                           tasks_with_outputs=bool(request.get("tasks_with_outputs")),
+                           stack=request.get("stack") or "default", on_loaded=loaded, on_record=record,
+                           command={"command": "serve", "job": job.id})
+        if len(made.cases) != counted["total"]:
+            raise RuntimeError(f"the results file holds {len(made.cases)} of the run's {counted['total']} cases")
+        conditions = sorted({r.condition for r in made.cases})
+        self.store.add_results(job.id, results, job.id, len(made.cases), conditions,
+                               made.provenance.model_dump() if made.provenance else None)
+        self.store.log(job.id, f"{counted['cached']} of {counted['total']} cases from the results cache (or an "
+                               "identical output graded in this run); " + str(made.summary.get("headline", "")))
+        baseline = request.get("baseline") or ("none" if "none" in conditions else conditions[0])
+        api.report(results, report, baseline=baseline, title=f"regrade job {job.id}")
+        return results, report
