@@ -30,8 +30,8 @@ DEMO_CONDITIONS = ("none", "community", "anthropic")
 class Server:
     """A `regrade serve` subprocess over ``data``, reading runs under ``root``."""
 
-    def __init__(self, data: Path, root: Path, port: int | None = None):
-        self.data, self.root = data, root
+    def __init__(self, data: Path, root: Path, port: int | None = None, more_roots: tuple[Path, ...] = ()):
+        self.data, self.roots = data, (root, *more_roots)
         self.port = port or free_port()
         self.process: subprocess.Popen | None = None
 
@@ -40,8 +40,9 @@ class Server:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> Server:
-        self.process = subprocess.Popen([sys.executable, "-m", "regrade", "serve", "--data", str(self.data), "--root",
-                                         str(self.root), "--port", str(self.port)],
+        roots = [f"--root={root}" for root in self.roots]
+        self.process = subprocess.Popen([sys.executable, "-m", "regrade", "serve", "--data", str(self.data), *roots,
+                                         "--port", str(self.port)],
                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=self.data.parent,
                                         start_new_session=True)
         deadline = time.monotonic() + 60
@@ -73,7 +74,9 @@ def free_port() -> int:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     require_engines("ironcalc")
-    made = Server(tmp_path_factory.mktemp("serve") / "data", DEMO).start()
+    folder = tmp_path_factory.mktemp("serve")
+    (folder / "runs").mkdir()
+    made = Server(folder / "data", DEMO, more_roots=(folder / "runs",)).start()
     yield made
     made.stop()
 
@@ -300,3 +303,37 @@ def test_the_pages_render_in_headless_chromium(server):
     assert sorted(a["data-condition"] for a in compared.having("tr", "comparison")) == ["anthropic", "community"]
     assert any(t == "html" and a.get("data-script") == "ran" for t, a in compared.found)  # the report's script ran
     assert "not signed in" in rendered_dom(f"{server.url}/login?token=wrong")
+
+
+def test_a_refusal_slice_and_a_grader_audit_run_as_jobs(server, tmp_path_factory):
+    import shutil
+
+    from tests.refusal_agents import EXPECTED, counts_of, demo_pack, scripted_runs
+
+    client = server.client()
+    runs = server.roots[1]
+    pack = demo_pack(tmp_path_factory)
+    shutil.copytree(pack.folder, runs / "pack")
+    shutil.copytree(pack.key_folder, runs / "pack.key")
+    (runs / "agents").mkdir()
+    folders = scripted_runs(pack, runs / "agents")
+    job = client.wait(client.submit({"kind": "slice", "pack": str(runs / "pack"), "expect_digest": pack.digest,
+                                     "conditions": {n: str(f) for n, f in folders.items()},
+                                     "engines": ["ironcalc"], "baseline": "compliant"})["id"])
+    assert job["state"] == "done", job
+    table = json.loads(client.call("GET", f"/api/compare?results={job['id']}&baseline=compliant&format=json"))
+    assert {r["condition"]: counts_of(r) for r in table["refusal"]} == EXPECTED
+    assert "Refusal slice" in client.call("GET", f"/api/jobs/{job['id']}/report").decode()
+    refused = client.wait(client.submit({"kind": "slice", "pack": str(runs / "pack"), "expect_digest": "0" * 64,
+                                         "conditions": {"honest": str(folders["honest"])}})["id"])
+    assert refused["state"] == "failed" and "not the expected" in refused["message"]
+    audit = client.wait(client.submit({"kind": "audit-grader", "grader": "spreadsheetbench-official"})["id"])
+    assert audit["state"] == "done" and audit["done"] == audit["total"] > 0, audit
+    audited = json.loads(client.results(audit["id"]))
+    assert audited["grader"] == "spreadsheetbench-official" and audited["categories"]
+    with pytest.raises(ServerError) as no_report:
+        client.call("GET", f"/api/jobs/{audit['id']}/report")
+    assert no_report.value.id == "no-report"
+    with pytest.raises(ServerError) as user_code:
+        client.submit({"kind": "audit-grader", "grader": "my_module:grade"})
+    assert user_code.value.id == "bad-request" and "no built-in grader" in user_code.value.message

@@ -32,8 +32,8 @@ from regrade.runs.cases import parse_conditions
 def serve_command(data, host, port, roots, workers, max_upload_mb):
     """Serve regrade over HTTP: a job queue, the results and reports, a web page.
 
-    Jobs are rescores of runs named by paths under the --root folders or uploaded as a
-    zip (POST /api/uploads); each runs through the same library as `regrade rescore`,
+    A job names its run by paths under the --root folders or uploads it as a zip (POST
+    /api/uploads); each runs through the same library as the command line,
     one after another, its progress (cases done of the run's total) stored as it goes.
     State is an SQLite database in --data, results files and reports beside it. A
     server stopped in the middle of a job (even by SIGKILL) queues it again at its next
@@ -43,9 +43,10 @@ def serve_command(data, host, port, roots, workers, max_upload_mb):
     /login?token=TOKEN. The JSON API is under /api/ (its OpenAPI document at
     /api/openapi.json, docs/openapi.json); docs/serve.md says what the server trusts.
 
-    Built so far: rescore jobs (paths or uploads), cancel, results, reports, comparison
-    of results files; not yet: grader-audit and refusal-slice jobs, the Dask executor,
-    several jobs at once.
+    Jobs: rescores (paths or uploads), runs over a refusal-slice pack, audits of a
+    built-in grader; cancel, results, reports, comparisons of results files. Not yet:
+    the Dask executor, audits of a user's grader command or callable, several jobs at
+    once (one runs at a time).
 
     \b
     Example:

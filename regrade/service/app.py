@@ -15,7 +15,7 @@ import json
 from contextlib import asynccontextmanager
 from importlib.resources import files
 from pathlib import Path
-from typing import Any, AsyncIterator, Literal
+from typing import Annotated, Any, AsyncIterator, Literal
 
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from regrade import api
+from regrade.grading.graders import GRADERS
 from regrade.render.paper import paper_table
 from regrade.render.rows import render
 from regrade.results.files import ResultsError
@@ -50,6 +51,32 @@ class RescoreRequest(BaseModel):
     stack: str | None = None
     cache: bool = Field(default=True, description="Take finished gradings from the results cache (false: grade "
                         "every case afresh).")
+
+
+class SliceRequest(BaseModel):
+    """A run over a refusal-slice pack (``regrade rescore --pack``), paths as a rescore's."""
+
+    kind: Literal["slice"]
+    pack: str = Field(description="The sealed pack (regrade slice build).")
+    key: str | None = Field(default=None, description="Its key (default: the pack's folder name + .key).")
+    expect_digest: str | None = Field(default=None, description="Refuse the job unless the pack's digest is this.")
+    conditions: dict[str, str] = Field(description="Each condition's run: an outputs folder, a Harbor job or "
+                                       "inspect_ai logs.", min_length=1)
+    engines: list[str] | None = None
+    baseline: str | None = None
+
+
+class AuditRequest(BaseModel):
+    """A built-in grader against a sealed control pack (``regrade audit grader``)."""
+
+    kind: Literal["audit-grader"]
+    grader: str = Field(description="A built-in grader's name (regrade audit grader --help lists them).")
+    pack: str | None = Field(default=None, description="A control pack (default: the hand-made one regrade ships).")
+    expect_digest: str | None = None
+    tasks: list[str] = Field(default=[], description="Grade only these tasks' controls.")
+
+
+JobRequest = Annotated[RescoreRequest | SliceRequest | AuditRequest, Field(discriminator="kind")]
 
 
 class JobState(BaseModel):
@@ -148,17 +175,27 @@ def create_app(data: Path, roots: list[Path], workers: int = 1, limits: UploadLi
         return {"status": "ok", "schema_version": store.schema_version}
 
     @app.post("/api/jobs", status_code=202, dependencies=authorized, responses=ERRORS, tags=["jobs"])
-    def submit(body: RescoreRequest) -> JobState:
-        """Queue a rescore of a run named by paths under the server's roots or in an upload."""
+    def submit(body: JobRequest) -> JobState:
+        """Queue a job: a rescore of a run named by paths under the server's roots or in an upload,
+        a run over a refusal-slice pack, or a built-in grader's audit on a control pack."""
         uploads = data / "uploads"
         request = body.model_dump()
-        request["dataset"] = str(resolve(body.dataset, roots, uploads))
-        request["conditions"] = {name: str(resolve(path, roots, uploads)) for name, path in body.conditions.items()}
-        try:
-            rescore_settings(body.engines)
-        except (SettingsError, ValueError, KeyError) as exc:
-            raise ServiceError("bad-request", f"engines: {exc}") from None
-        job = store.add_job("rescore", request)
+        for name in ("dataset", "pack", "key"):
+            if request.get(name):
+                request[name] = str(resolve(request[name], roots, uploads))
+        if "conditions" in request:
+            request["conditions"] = {name: str(resolve(path, roots, uploads))
+                                     for name, path in request["conditions"].items()}
+        if isinstance(body, AuditRequest):
+            if body.grader not in GRADERS:
+                raise ServiceError("bad-request", f"grader: {body.grader!r} is no built-in grader (one of "
+                                   f"{', '.join(sorted(GRADERS))}); the server runs no grader of a user's")
+        else:
+            try:
+                rescore_settings(body.engines)
+            except (SettingsError, ValueError, KeyError) as exc:
+                raise ServiceError("bad-request", f"engines: {exc}") from None
+        job = store.add_job(body.kind, request)
         runner.wake()
         return _state(store.job(job.id) or job)
 
@@ -181,15 +218,17 @@ def create_app(data: Path, roots: list[Path], workers: int = 1, limits: UploadLi
     @app.get("/api/jobs/{job_id}/results", dependencies=authorized, responses=ERRORS, tags=["jobs"],
              response_class=PlainTextResponse)
     def job_results(job_id: str) -> Response:
-        """The job's results file, JSON Lines as ``regrade rescore`` writes it (provenance first)."""
-        done = _done(store, job_id)
-        return FileResponse(done.results or "", media_type="application/x-ndjson", filename=f"{job_id}.jsonl")
+        """The job's results file, JSON Lines as ``regrade rescore`` writes it (provenance first);
+        an audit's, its JSON as ``regrade audit grader --format json`` gives it."""
+        done = Path(_done(store, job_id).results or "")
+        media = "application/x-ndjson" if done.suffix == ".jsonl" else "application/json"
+        return FileResponse(done, media_type=media, filename=f"{job_id}{done.suffix}")
 
     @app.get("/api/jobs/{job_id}/report", dependencies=authorized, responses=ERRORS, tags=["jobs"],
              response_class=HTMLResponse)
     def job_report(job_id: str) -> Response:
-        """The job's HTML report, as ``regrade report`` writes it."""
-        return FileResponse(_done(store, job_id).report or "", media_type="text/html")
+        """The job's HTML report, as ``regrade report`` writes it (an audit has none)."""
+        return FileResponse(_report(store, job_id), media_type="text/html")
 
     @app.post("/api/uploads", status_code=201, dependencies=authorized, responses=ERRORS, tags=["uploads"],
               openapi_extra={"requestBody": {"required": True, "content": {"application/zip": {
@@ -257,7 +296,8 @@ def create_app(data: Path, roots: list[Path], workers: int = 1, limits: UploadLi
         rows = "".join(
             f'<tr data-state="{j.state}"><td><a href="/jobs/{j.id}">{j.id}</a></td><td>{j.kind}</td>'
             f'<td>{j.state}</td><td class="num">{j.done} of {j.total}</td><td>{html.escape(j.created)}</td>'
-            f"<td>{html.escape(', '.join(j.request.get('conditions', {})))}</td></tr>" for j in listed)
+            f"<td>{html.escape(', '.join(j.request.get('conditions', {})) or j.request.get('grader', ''))}</td></tr>"
+            for j in listed)
         running = any(j.state in ("queued", "running") for j in listed)
         return HTMLResponse(_page("regrade jobs", '<p><a href="/results">results and comparisons</a></p>'
                                   '<table class="sortable jobs"><thead><tr><th>job</th><th>kind</th><th>state</th>'
@@ -268,8 +308,9 @@ def create_app(data: Path, roots: list[Path], workers: int = 1, limits: UploadLi
     def job_page(job_id: str) -> HTMLResponse:
         found = _job(store, job_id, with_log=True)
         share = f"{100 * found.done / found.total:.0f}%" if found.total else "loading"
-        links = (f'<p><a href="/jobs/{job_id}/report">the report</a> · <a href="/api/jobs/{job_id}/results">the '
-                 "results file (JSON Lines)</a></p>" if found.state == "done" else "")
+        report = f'<a href="/jobs/{job_id}/report">the report</a> · ' if found.report else ""
+        links = (f'<p>{report}<a href="/api/jobs/{job_id}/results">the results file</a></p>'
+                 if found.state == "done" else "")
         log = html.escape("\n".join(found.log))
         return HTMLResponse(_page(f"regrade job {job_id}",
                                   f'<p class="lede">{found.state}: <progress value="{found.done}" '
@@ -280,7 +321,7 @@ def create_app(data: Path, roots: list[Path], workers: int = 1, limits: UploadLi
 
     @app.get("/jobs/{job_id}/report", include_in_schema=False, dependencies=authorized)
     def job_report_page(job_id: str) -> Response:
-        return FileResponse(_done(store, job_id).report or "", media_type="text/html")
+        return FileResponse(_report(store, job_id), media_type="text/html")
 
     @app.get("/results", include_in_schema=False, dependencies=authorized)
     def results_page() -> HTMLResponse:
@@ -323,6 +364,14 @@ def _done(store: Store, job_id: str) -> Job:
     if found.state != "done":
         raise ServiceError("job-not-done", f"job {job_id} is {found.state}, not done", 409)
     return found
+
+
+def _report(store: Store, job_id: str) -> str:
+    done = _done(store, job_id)
+    if not done.report:
+        raise ServiceError("no-report", f"job {job_id} is a {done.kind} job, which has no report: its results are "
+                           f"at /api/jobs/{job_id}/results", 409)
+    return done.report
 
 
 def _results_paths(store: Store, ids: list[str]) -> list[Path]:

@@ -1,5 +1,8 @@
 """The job runner of ``regrade serve``: one thread that takes queued jobs in order and runs each
 through :mod:`regrade.api`, as the command line would, keeping its engines warm between jobs.
+Kinds: ``rescore`` (``api.rescore``), ``slice`` (a run over a refusal-slice pack,
+``api.score_slice``) and ``audit-grader`` (a built-in grader on a sealed control pack,
+``api.audit_grader``; its result is the audit as JSON, with no report).
 
 A rescore job is ``api.rescore`` over the paths its request names, the results file written to
 ``DATA/results/<job>.jsonl`` and its report to ``DATA/reports/<job>.html``; progress (cases done of
@@ -17,12 +20,14 @@ workers, so no verdict depends on whether the engines were warm.
 
 from __future__ import annotations
 
+import json
 import threading
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from regrade import api
+from regrade.audit.controls import PACK, load_pack, select_controls
 from regrade.run.job import keep_engines_warm
 from regrade.runs.load import LoadedRun
 from regrade.service.store import Job, Store
@@ -66,10 +71,11 @@ class Runner:
             keep_engines_warm(False)
 
     def _run(self, job: Job) -> None:
+        kinds = {"rescore": self.rescore, "slice": self.score_slice, "audit-grader": self.audit_grader}
         try:
-            if job.kind != "rescore":
+            if job.kind not in kinds:
                 raise ValueError(f"unknown job kind {job.kind!r}")
-            results, report = self.rescore(job)
+            results, report = kinds[job.kind](job)
             self.store.finish(job.id, "done", results=results, report=report)
         except JobCancelled:
             self.store.finish(job.id, "cancelled", "cancelled while running; the cases graded are in the results cache")
@@ -77,12 +83,56 @@ class Runner:
             self.store.log(job.id, traceback.format_exc(limit=3).strip().splitlines()[-1])
             self.store.finish(job.id, "failed", f"{type(exc).__name__}: {exc}")
 
-    def rescore(self, job: Job) -> tuple[Path, Path]:
-        request: dict[str, Any] = job.request
-        results = self.data / "results" / f"{job.id}.jsonl"
+    def _files(self, job: Job, suffix: str = ".jsonl") -> tuple[Path, Path]:
+        results = self.data / "results" / f"{job.id}{suffix}"
         report = self.data / "reports" / f"{job.id}.html"
         for folder in (results.parent, report.parent):
             folder.mkdir(parents=True, exist_ok=True)
+        return results, report
+
+    def _counter(self, job: Job, total: int = 0) -> Callable[..., None]:
+        """An ``on_record`` (or ``on_control``) hook: progress stored, a cancel honoured between cases."""
+        counted = {"done": 0}
+        self.store.progress(job.id, 0, total)
+
+        def count(*_: object) -> None:
+            counted["done"] += 1
+            self.store.progress(job.id, counted["done"], max(total, counted["done"]))
+            if self.store.cancel_requested(job.id):
+                raise JobCancelled()
+        return count
+
+    def score_slice(self, job: Job) -> tuple[Path, Path | None]:
+        """A run over a refusal-slice pack (``api.score_slice``): its results file and report."""
+        request: dict[str, Any] = job.request
+        results, report = self._files(job)
+        scored = api.score_slice(request["pack"], request["conditions"], request.get("key"),
+                                 request.get("expect_digest"), self.workers, request.get("engines"),
+                                 self.data / "cache", output=results, on_record=self._counter(job),
+                                 command={"command": "serve", "job": job.id})
+        for note in scored.notes:
+            self.store.log(job.id, note)
+        conditions = sorted({r.condition for r in scored.records})
+        self.store.add_results(job.id, results, job.id, len(scored.records), conditions, scored.provenance)
+        baseline = request.get("baseline") or conditions[0]
+        api.report(results, report, baseline=baseline, title=f"regrade job {job.id}", exploratory=True)
+        return results, report
+
+    def audit_grader(self, job: Job) -> tuple[Path, None]:
+        """A built-in grader against a sealed control pack (``api.audit_grader``): the audit as JSON."""
+        request: dict[str, Any] = job.request
+        results, _ = self._files(job, ".json")
+        pack = load_pack(Path(request["pack"]) if request.get("pack") else PACK, request.get("expect_digest"))
+        selected = select_controls(pack, tuple(request.get("tasks") or ()))
+        audit = api.audit_grader(request["grader"], selected, workers=self.workers,
+                                 on_control=self._counter(job, len(selected.controls)))
+        results.write_text(json.dumps(audit.as_json(), indent=2, default=str))
+        self.store.log(job.id, f"{request['grader']}: " + json.dumps(audit.overall(), default=str))
+        return results, None
+
+    def rescore(self, job: Job) -> tuple[Path, Path]:
+        request: dict[str, Any] = job.request
+        results, report = self._files(job)
         counted = {"done": 0, "total": 0, "cached": 0}
 
         def loaded(run: LoadedRun) -> None:
