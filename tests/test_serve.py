@@ -30,8 +30,9 @@ DEMO_CONDITIONS = ("none", "community", "anthropic")
 class Server:
     """A `regrade serve` subprocess over ``data``, reading runs under ``root``."""
 
-    def __init__(self, data: Path, root: Path, port: int | None = None, more_roots: tuple[Path, ...] = ()):
-        self.data, self.roots = data, (root, *more_roots)
+    def __init__(self, data: Path, root: Path, port: int | None = None, more_roots: tuple[Path, ...] = (),
+                 options: tuple[str, ...] = ()):
+        self.data, self.roots, self.options = data, (root, *more_roots), options
         self.port = port or free_port()
         self.process: subprocess.Popen | None = None
 
@@ -42,7 +43,7 @@ class Server:
     def start(self) -> Server:
         roots = [f"--root={root}" for root in self.roots]
         self.process = subprocess.Popen([sys.executable, "-m", "regrade", "serve", "--data", str(self.data), *roots,
-                                         "--port", str(self.port)],
+                                         "--port", str(self.port), *self.options],
                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=self.data.parent,
                                         start_new_session=True)
         deadline = time.monotonic() + 60
@@ -337,3 +338,18 @@ def test_a_refusal_slice_and_a_grader_audit_run_as_jobs(server, tmp_path_factory
     with pytest.raises(ServerError) as user_code:
         client.submit({"kind": "audit-grader", "grader": "my_module:grade"})
     assert user_code.value.id == "bad-request" and "no built-in grader" in user_code.value.message
+
+
+@pytest.mark.slow
+def test_a_server_on_a_dask_cluster_gives_the_same_records(server, tmp_path):
+    pytest.importorskip("distributed", reason="the Dask executor needs distributed: pip install -e '.[test]'")
+    on_dask = Server(tmp_path / "data", DEMO, options=("--executor", "dask", "--workers", "2")).start()
+    try:
+        client = on_dask.client()
+        job = client.wait(client.submit(demo_request(cache=False))["id"], poll_s=0.2)
+        assert job["state"] == "done" and job["done"] == 45, job
+        local = server.client()
+        alone = local.wait(local.submit(demo_request())["id"])
+        assert comparable(client.results(job["id"])) == comparable(local.results(alone["id"]))
+    finally:
+        on_dask.stop()

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from regrade.cli.app import library_errors, main, quiet
-from regrade.cli.options import say_summary
+from regrade.cli.options import check_executor, executor_options, say_summary
 from regrade.render.rows import render
 from regrade.results.records import Results
 from regrade.results.summary import summarise, verdict_counts
@@ -29,7 +29,8 @@ from regrade.runs.cases import parse_conditions
               help="Case workers per job. With 1 the engines stay open between jobs; more start theirs per job.")
 @click.option("--max-upload-mb", type=click.IntRange(min=1), default=512, show_default=True,
               help="The largest upload taken, in MB (its unpacked size may be 4 times as much).")
-def serve_command(data, host, port, roots, workers, max_upload_mb):
+@executor_options
+def serve_command(data, host, port, roots, workers, max_upload_mb, executor, scheduler):
     """Serve regrade over HTTP: a job queue, the results and reports, a web page.
 
     A job names its run by paths under the --root folders or uploads it as a zip (POST
@@ -44,9 +45,10 @@ def serve_command(data, host, port, roots, workers, max_upload_mb):
     /api/openapi.json, docs/openapi.json); docs/serve.md says what the server trusts.
 
     Jobs: rescores (paths or uploads), runs over a refusal-slice pack, audits of a
-    built-in grader; cancel, results, reports, comparisons of results files. Not yet:
-    the Dask executor, audits of a user's grader command or callable, several jobs at
-    once (one runs at a time).
+    built-in grader; cancel, results, reports, comparisons of results files. With
+    --executor dask, rescores and audits grade on a Dask cluster (docs/scale.md). Not
+    yet: audits of a user's grader command or callable, several jobs at once (one
+    runs at a time).
 
     \b
     Example:
@@ -64,7 +66,8 @@ def serve_command(data, host, port, roots, workers, max_upload_mb):
     limit = max_upload_mb * 1024 * 1024
     click.echo(f"regrade serve: http://{host}:{port}/ (data in {data}; the token is in {data / 'token'}: sign in at "
                f"/login?token=...)", err=True)
-    serve(data, host, port, list(roots), workers, UploadLimits(bytes=limit, unpacked=4 * limit))
+    check_executor(executor, scheduler)
+    serve(data, host, port, list(roots), workers, UploadLimits(bytes=limit, unpacked=4 * limit), executor, scheduler)
 
 
 @main.command("submit")

@@ -123,10 +123,10 @@ ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorResponse} for co
 
 
 def create_app(data: Path, roots: list[Path], workers: int = 1, limits: UploadLimits = UploadLimits(),
-               start_runner: bool = True) -> FastAPI:
+               start_runner: bool = True, executor: Literal["local", "dask"] = "local", scheduler: str | None = None) -> FastAPI:
     """The application over the data folder ``data`` (its database, results, reports, uploads)."""
     store = Store(data)
-    runner = Runner(store, data, workers)
+    runner = Runner(store, data, workers, executor, scheduler)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -24,7 +24,7 @@ import json
 import threading
 import traceback
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 from regrade import api
 from regrade.audit.controls import PACK, load_pack, select_controls
@@ -38,8 +38,10 @@ class JobCancelled(Exception):
 
 
 class Runner:
-    def __init__(self, store: Store, data: Path, workers: int = 1):
+    def __init__(self, store: Store, data: Path, workers: int = 1, executor: Literal["local", "dask"] = "local",
+                 scheduler: str | None = None):
         self.store, self.data, self.workers = store, data, workers
+        self.executor, self.scheduler = executor, scheduler
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="regrade-jobs", daemon=True)
@@ -58,7 +60,7 @@ class Runner:
         self._thread.join(timeout=30)
 
     def _loop(self) -> None:
-        keep_engines_warm(self.workers == 1)
+        keep_engines_warm(self.workers == 1 and self.executor == "local")
         try:
             while not self._stop.is_set():
                 job = self.store.claim_next()
@@ -124,8 +126,8 @@ class Runner:
         results, _ = self._files(job, ".json")
         pack = load_pack(Path(request["pack"]) if request.get("pack") else PACK, request.get("expect_digest"))
         selected = select_controls(pack, tuple(request.get("tasks") or ()))
-        audit = api.audit_grader(request["grader"], selected, workers=self.workers,
-                                 on_control=self._counter(job, len(selected.controls)))
+        audit = api.audit_grader(request["grader"], selected, workers=self.workers, executor=self.executor,
+                                 scheduler=self.scheduler, on_control=self._counter(job, len(selected.controls)))
         results.write_text(json.dumps(audit.as_json(), indent=2, default=str))
         self.store.log(job.id, f"{request['grader']}: " + json.dumps(audit.overall(), default=str))
         return results, None
@@ -152,7 +154,8 @@ class Runner:
                            cache_dir=self.data / "cache",
                            allow_missing=bool(request.get("allow_missing")),
                            tasks_with_outputs=bool(request.get("tasks_with_outputs")),
-                           stack=request.get("stack") or "default", on_loaded=loaded, on_record=record,
+                           stack=request.get("stack") or "default", executor=self.executor,
+                           scheduler=self.scheduler, on_loaded=loaded, on_record=record,
                            command={"command": "serve", "job": job.id})
         if len(made.cases) != counted["total"]:
             raise RuntimeError(f"the results file holds {len(made.cases)} of the run's {counted['total']} cases")

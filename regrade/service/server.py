@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import secrets
 from pathlib import Path
+from typing import Literal
 
 from regrade.service.files import UploadLimits
 from regrade.service.store import Store
@@ -35,12 +36,12 @@ def server_token(data: Path) -> str:
 
 
 def serve(data: Path, host: str = "127.0.0.1", port: int = 8765, roots: list[Path] | None = None, workers: int = 1,
-          limits: UploadLimits = UploadLimits()) -> None:
+          limits: UploadLimits = UploadLimits(), executor: Literal["local", "dask"] = "local", scheduler: str | None = None) -> None:
     """Serve until stopped (Ctrl-C, SIGTERM)."""
     import uvicorn
 
     from regrade.service.app import create_app
 
     server_token(data)
-    app = create_app(data, roots or [], workers, limits)
+    app = create_app(data, roots or [], workers, limits, executor=executor, scheduler=scheduler)
     uvicorn.run(app, host=host, port=port, access_log=False, log_level="warning")
