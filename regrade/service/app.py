@@ -31,7 +31,7 @@ from regrade.results.files import ResultsError
 from regrade.results.provenance import regrade_version
 from regrade.run import SettingsError, rescore_settings
 from regrade.service.files import ServiceError, UploadLimits, resolve, unpack_upload
-from regrade.service.runner import Runner
+from regrade.service.runner import Runner, job_report
 from regrade.service.store import Job, Store
 
 COOKIE = "regrade_token"
@@ -366,12 +366,15 @@ def _done(store: Store, job_id: str) -> Job:
     return found
 
 
-def _report(store: Store, job_id: str) -> str:
+def _report(store: Store, job_id: str) -> Path:
     done = _done(store, job_id)
     if not done.report:
         raise ServiceError("no-report", f"job {job_id} is a {done.kind} job, which has no report: its results are "
                            f"at /api/jobs/{job_id}/results", 409)
-    return done.report
+    try:
+        return job_report(done)
+    except (ResultsError, ValueError) as exc:
+        raise ServiceError("bad-request", f"the report of job {job_id}: {exc}") from None
 
 
 def _results_paths(store: Store, ids: list[str]) -> list[Path]:

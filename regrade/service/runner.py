@@ -5,7 +5,7 @@ Kinds: ``rescore`` (``api.rescore``), ``slice`` (a run over a refusal-slice pack
 ``api.audit_grader``; its result is the audit as JSON, with no report).
 
 A rescore job is ``api.rescore`` over the paths its request names, the results file written to
-``DATA/results/<job>.jsonl`` and its report to ``DATA/reports/<job>.html``; progress (cases done of
+``DATA/results/<job>.jsonl`` (its report to ``DATA/reports/<job>.html`` when first asked for); progress (cases done of
 the run's total) is stored as each case is graded; a cancelled job stops after the case being
 graded. Gradings go to the results cache under ``DATA/cache``, so a job the server was stopped
 in the middle of is queued again at the next start and resumes from there; a job is done only
@@ -31,6 +31,25 @@ from regrade.audit.controls import PACK, load_pack, select_controls
 from regrade.run.job import keep_engines_warm
 from regrade.runs.load import LoadedRun
 from regrade.service.store import Job, Store
+
+
+def report_path(data: Path, job_id: str) -> Path:
+    return data / "reports" / f"{job_id}.html"
+
+
+def job_report(job: Job) -> Path:
+    """The job's HTML report, made the first time it is asked for (a results file nobody opens
+    costs no report): against the request's baseline, else ``none``, else the first condition.
+    A refusal slice's shows its exploratory conditions too, marked."""
+    assert job.results is not None and job.report is not None
+    report = Path(job.report)
+    if not report.is_file():
+        report.parent.mkdir(parents=True, exist_ok=True)
+        conditions = sorted(job.request.get("conditions") or {})
+        baseline = job.request.get("baseline") or ("none" if "none" in conditions else conditions[0])
+        api.report(Path(job.results), report, baseline=baseline, title=f"regrade job {job.id}",
+                   exploratory=job.kind == "slice")
+    return report
 
 
 class JobCancelled(Exception):
@@ -86,11 +105,11 @@ class Runner:
             self.store.finish(job.id, "failed", f"{type(exc).__name__}: {exc}")
 
     def _files(self, job: Job, suffix: str = ".jsonl") -> tuple[Path, Path]:
+        """Where the job's results file goes, and its report (written when first asked for:
+        :func:`job_report`)."""
         results = self.data / "results" / f"{job.id}{suffix}"
-        report = self.data / "reports" / f"{job.id}.html"
-        for folder in (results.parent, report.parent):
-            folder.mkdir(parents=True, exist_ok=True)
-        return results, report
+        results.parent.mkdir(parents=True, exist_ok=True)
+        return results, report_path(self.data, job.id)
 
     def _counter(self, job: Job, total: int = 0) -> Callable[..., None]:
         """An ``on_record`` (or ``on_control``) hook: progress stored, a cancel honoured between cases."""
@@ -116,8 +135,6 @@ class Runner:
             self.store.log(job.id, note)
         conditions = sorted({r.condition for r in scored.records})
         self.store.add_results(job.id, results, job.id, len(scored.records), conditions, scored.provenance)
-        baseline = request.get("baseline") or conditions[0]
-        api.report(results, report, baseline=baseline, title=f"regrade job {job.id}", exploratory=True)
         return results, report
 
     def audit_grader(self, job: Job) -> tuple[Path, None]:
@@ -164,6 +181,4 @@ class Runner:
                                made.provenance.model_dump() if made.provenance else None)
         self.store.log(job.id, f"{counted['cached']} of {counted['total']} cases from the results cache (or an "
                                "identical output graded in this run); " + str(made.summary.get("headline", "")))
-        baseline = request.get("baseline") or ("none" if "none" in conditions else conditions[0])
-        api.report(results, report, baseline=baseline, title=f"regrade job {job.id}")
         return results, report
