@@ -10,7 +10,14 @@ ways, side by side:
     time, a private profile), then openpyxl ``data_only=True`` and SpreadsheetBench's
     value rules against the golden;
 (b) ``regrade rescore`` with its default engines and an empty results cache;
-(c) the same command again, the cache now warm.
+(c) the same command again, the cache now warm;
+(d) an empty results cache with the engines already warm: in one process, ``regrade.rescore``
+    over the same files with a :class:`regrade.run.pool.WarmPool` of case workers that an
+    earlier run (over another empty cache) left open, as ``regrade serve`` keeps them; only
+    the second run is timed.
+
+With ``--floor``, ``bench/engine_floor.py`` measures the engines' own work on the same files
+(their CPU and starts, divided among the workers): ``floor_s``, and each wall's ratio to it.
 
 regrade's own modules are compiled to bytecode first, as installing it from a wheel does:
 otherwise, where PYTHONDONTWRITEBYTECODE is set, (b) and (c) would each spend about a
@@ -102,12 +109,35 @@ def per_file_libreoffice(rows: list[dict], scratch: Path) -> tuple[list[float], 
     return seconds, peak, verdicts
 
 
+def warm_engines_run(manifest: Path, scratch: Path, workers: int) -> float:
+    """(d), in this process: the wall seconds of a rescore with an empty results cache whose
+    case workers and engines an earlier run left open."""
+    from regrade import api
+    from regrade.run.pool import WarmPool
+
+    warm = WarmPool()
+    try:
+        api.rescore(manifest=manifest, workers=workers, cache_dir=scratch / "warming-cache", warm=warm)
+        started = time.monotonic()
+        api.rescore(manifest=manifest, workers=workers, cache_dir=scratch / "empty-cache", warm=warm,
+                    output=scratch / "warm-engines.jsonl")
+        return time.monotonic() - started
+    finally:
+        warm.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--n", type=int, default=200)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--floor", action="store_true", help="Also measure the engines' floor (bench/engine_floor.py).")
+    parser.add_argument("--warm-engines-child", nargs=2, metavar=("MANIFEST", "SCRATCH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.warm_engines_child:
+        manifest, scratch = map(Path, args.warm_engines_child)
+        print(json.dumps({"seconds": warm_engines_run(manifest, scratch, args.workers)}))
+        return
     require_corpus(args.corpus)
     rows = answer_files(args.corpus, args.n)
     n = len(rows)
@@ -133,10 +163,24 @@ def main() -> None:
                 sys.exit(f"regrade rescore ({label}) failed: {done.stderr[-2000:]}")
         records = [json.loads(line) for line in (scratch / "cold.jsonl").read_text().splitlines()[1:]]
         warm = [json.loads(line) for line in (scratch / "warm.jsonl").read_text().splitlines()[1:]]
+        child = subprocess.run([sys.executable, __file__, "--workers", str(args.workers), "--warm-engines-child",
+                                str(manifest), str(scratch)], capture_output=True, text=True, cwd=ROOT)
+        if child.returncode != 0:
+            sys.exit(f"the warm-engines run failed: {child.stderr[-2000:]}")
+        d_wall = json.loads(child.stdout.strip().splitlines()[-1])["seconds"]
+        warm_engines = [json.loads(line) for line in (scratch / "warm-engines.jsonl").read_text().splitlines()[1:]]
+        floor = None
+        if args.floor:
+            measured = subprocess.run([sys.executable, str(ROOT / "bench" / "engine_floor.py"), "--corpus",
+                                       str(args.corpus), "--n", str(n), "--workers", str(args.workers)],
+                                      capture_output=True, text=True, cwd=ROOT)
+            floor = json.loads(measured.stdout.strip().splitlines()[-1])["floor_wall_s"] if measured.returncode == 0 \
+                else None
 
     b_verdicts = {(r["task_id"], int(r["case"])): r["full_pass"] for r in records}
     agree = sum(a_verdicts[k] == b_verdicts.get(k) for k in a_verdicts)
     same_warm = warm == records
+    same_warm_engines = warm_engines == records
     figures = {
         "workbooks": n,
         "workers": args.workers,
@@ -148,6 +192,12 @@ def main() -> None:
         "peak_rss_mb": {"a": round(a_peak / 1024), "b": round(b_peak / 1024), "c": round(c_peak / 1024)},
         "ratio_cold": round(a_wall / b_wall, 1),
         "ratio_warm": round(a_wall / c_wall, 1),
+        "regrade_warm_engines_s": round(d_wall, 2),
+        "ratio_warm_engines": round(a_wall / d_wall, 1),
+        "warm_engines_equals_cold": same_warm_engines,
+        "floor_s": floor,
+        "cold_over_floor": round(b_wall / floor, 2) if floor else None,
+        "warm_engines_over_floor": round(d_wall / floor, 2) if floor else None,
         "verdict_agreement": round(agree / n, 4),
         "undecided_by_regrade": sum(v is None for v in b_verdicts.values()),
         "warm_equals_cold": same_warm,
@@ -158,7 +208,9 @@ def main() -> None:
     print(f"(b) regrade rescore, cold cache, {args.workers} workers: {b_wall:.1f} s ({b_wall / n:.4f} s a workbook), "
           f"peak {figures['peak_rss_mb']['b']} MB")
     print(f"(c) regrade rescore, warm cache: {c_wall:.1f} s ({c_wall / n:.4f} s a workbook), peak {figures['peak_rss_mb']['c']} MB")
-    print(f"(a)/(b) = {figures['ratio_cold']}x   (a)/(c) = {figures['ratio_warm']}x   "
+    print(f"(d) regrade, empty results cache, engines warm: {d_wall:.1f} s ({d_wall / n:.4f} s a workbook)")
+    print(f"(a)/(b) = {figures['ratio_cold']}x   (a)/(c) = {figures['ratio_warm']}x   (a)/(d) = "
+          f"{figures['ratio_warm_engines']}x   "
           f"(a) and (b) agree on {agree} of {n} ({figures['undecided_by_regrade']} undecided by regrade)")
     print(json.dumps(figures))
 

@@ -49,6 +49,7 @@ from regrade.reporting.content import Report, build_report
 from regrade.reporting.page import write_page
 from regrade.results.outcomes import read_outcomes
 from regrade.run import ResultCache, default_cache_dir, rescore_run, rescore_settings, rescore_to_file
+from regrade.run.pool import WarmPool
 from regrade.runs.inventory import ConditionInventory, check_inventory
 from regrade.runs.load import LoadedRun, load_run
 
@@ -77,7 +78,7 @@ def rescore(dataset: str | Path | None = None, conditions: Mapping[str, str | Pa
             benchmark: str = "spreadsheetbench", executor: Literal["local", "dask"] = "local",
             scheduler: str | None = None, on_loaded: Callable[[LoadedRun], None] | None = None,
             on_record: Callable[[int, CaseRecord, bool], None] | None = None,
-            command: Mapping[str, object] | None = None) -> RescoreResults:
+            command: Mapping[str, object] | None = None, warm: WarmPool | None = None) -> RescoreResults:
     """Grade every case value-only and with the full engines, as ``regrade rescore`` does.
 
     ``conditions`` maps a condition to its output folder (or is a list of ``"NAME=DIR"``); ``runs``
@@ -91,7 +92,8 @@ def rescore(dataset: str | Path | None = None, conditions: Mapping[str, str | Pa
 
     ``on_loaded(run)`` is called once the run is loaded, before its inventory is checked (the
     command says it there); ``on_record(index, record, cached)`` as each case is graded;
-    ``command`` is what the provenance records as the command (default ``api.rescore``).
+    ``command`` is what the provenance records as the command (default ``api.rescore``); ``warm``
+    a :class:`regrade.run.pool.WarmPool` whose case workers, their engines open, later runs reuse.
     """
     run = load_run(_path(dataset), {k: Path(v) for k, v in conditions.items()} if isinstance(conditions, Mapping)
                    else list(conditions), _path(runs), _path(manifest), stack, benchmark, harbor, tasks_with_outputs)
@@ -105,10 +107,10 @@ def rescore(dataset: str | Path | None = None, conditions: Mapping[str, str | Pa
     if output is not None:
         provenance, records = rescore_to_file(run.cases, settings, Path(output), workers, store, on_record,
                                               command=made_by, described_by=run.described_by, executor=executor,
-                                              scheduler=scheduler, left_out=left_out)
+                                              scheduler=scheduler, left_out=left_out, warm=warm)
     else:
         provenance, records = None, rescore_run(run.cases, settings, workers, store, on_record, executor=executor,
-                                                scheduler=scheduler)
+                                                scheduler=scheduler, warm=warm)
     results = Results.from_records(provenance, records)
     return RescoreResults(provenance=results.provenance, cases=results.cases,
                           inventory=[i.to_json() for i in run.inventories], left_out=left_out, quorum=settings.quorum,

@@ -28,3 +28,32 @@ def test_when_every_group_left_is_busy_an_idle_worker_takes_the_first():
     queue = _Queue(["g1", "g1"], [0, 1], lambda golden: golden)
     assert queue.take(None, set()) == (0, "g1")
     assert queue.take(None, {"g1"}) == (1, "g1")
+
+
+def test_a_warm_pool_keeps_its_case_workers_between_runs_and_the_verdicts_do_not_change(tmp_path):
+    # regrade serve's case workers: the second run is graded by the very processes of the first
+    # (their engines open), a run of other settings gets new ones, and every record is the one a
+    # run without a warm pool gives
+    from regrade import api
+    from regrade.run.pool import WarmPool
+    from tests.conftest import DEMO, require_engines
+
+    require_engines("ironcalc")
+    conditions = {c: DEMO / "outputs" / c for c in ("none", "community", "anthropic")}
+
+    def records(**options) -> list[dict]:
+        made = api.rescore(DEMO / "dataset", conditions, engines=["ironcalc"], workers=2, cache=False, **options)
+        return [r.model_dump(exclude={"output_path", "answer_path"}) for r in made.cases]
+
+    warm = WarmPool()
+    try:
+        first = records(warm=warm)
+        pids = sorted(w.process.pid for w in warm.workers)
+        assert len(pids) == 2
+        assert records(warm=warm) == first and sorted(w.process.pid for w in warm.workers) == pids
+        assert records() == first  # no warm pool: the same records
+        records(warm=warm, timeout_s=30)  # other settings: other workers
+        assert sorted(w.process.pid for w in warm.workers) != pids
+    finally:
+        warm.close()
+    assert not warm.workers

@@ -137,9 +137,35 @@ def stop_workers(workers: Iterable[CaseWorker], interrupt: bool = False) -> None
             worker.process.close()
 
 
+class WarmPool:
+    """Case workers kept between runs, for a long-lived process (``regrade serve``): a run with
+    the same ``key`` (its settings) takes the workers the last one left, their engines open. The
+    workers are spawned, never forked (the process that keeps them has threads). A run that ends
+    by an exception (a Ctrl-C, a cancel) stops them; :meth:`close` stops them for good."""
+
+    def __init__(self) -> None:
+        self.key: Hashable = None
+        self.workers: list[CaseWorker] = []
+        self.context = multiprocessing.get_context("spawn")
+
+    def take(self, key: Hashable) -> list[CaseWorker]:
+        """The workers of a run with ``key`` (another key's are stopped first)."""
+        if key != self.key:
+            self.close()
+            self.key = key
+        self.workers[:] = [w for w in self.workers if w.process.is_alive()]
+        return self.workers
+
+    def close(self) -> None:
+        stop_workers(self.workers)
+        self.workers.clear()
+        self.key = None
+
+
 def grade_in_workers(cases: Sequence[Any], todo: Iterable[int], workers: int, job: WorkerJob,
                      finish: Callable[[int, dict], None], affinity: Callable[[Any], Hashable] | None = None,
-                     context: Context | None = None) -> list[int]:
+                     context: Context | None = None, warm: WarmPool | None = None,
+                     warm_key: Hashable = None) -> list[int]:
     """Grade ``cases[i]`` for each ``i`` in ``todo`` in ``workers`` case workers, calling
     ``finish(i, grading)`` in this process as each is answered. Returns the cases that ended
     their worker twice (the second time alone, in a fresh worker). A Ctrl-C stops the workers
@@ -148,13 +174,19 @@ def grade_in_workers(cases: Sequence[Any], todo: Iterable[int], workers: int, jo
     Cases are sent in ``todo``'s order, but for ``affinity``: cases with the same
     ``affinity(case)`` (what a worker keeps from one case to the next, such as the golden it
     read) go to the worker that had the last of them, and an idle worker passes over the cases
-    of a group another worker is on (:class:`_Queue`)."""
-    if context is None:
+    of a group another worker is on (:class:`_Queue`). With a ``warm`` pool, the workers come
+    from it (those of the last run with the same ``warm_key``, their engines open) and stay in
+    it when the run ends well."""
+    if warm is not None:
+        context = warm.context
+    elif context is None:
         forks = "fork" in multiprocessing.get_all_start_methods()
         context = multiprocessing.get_context("fork") if forks else multiprocessing.get_context("spawn")
     queue = _Queue(cases, todo, affinity)
     died: list[int] = []
-    pool: list[CaseWorker] = []
+    pool: list[CaseWorker] = warm.take(warm_key) if warm is not None else []
+    for worker in pool:
+        worker.kept = None  # another run's golden: no affinity to it
     later: set[int] = set()  # cases a worker asked to have again later (job.grade_or_later): their last try
     with CtrlC() as ctrl_c:
         try:
@@ -178,11 +210,13 @@ def grade_in_workers(cases: Sequence[Any], todo: Iterable[int], workers: int, jo
                         continue
                     finish(held, grading)
                     ctrl_c.raise_if_pressed()
-            stop_workers(pool)
-            pool.clear()
+            if warm is None:
+                stop_workers(pool)
+            pool = []  # ended well: nothing left to stop (a warm pool keeps its workers)
             return [index for index in died if not _graded_alone(cases, index, job, context, finish, ctrl_c)]
         finally:
-            stop_workers(pool, interrupt=ctrl_c.pressed)
+            stop_workers(pool, interrupt=ctrl_c.pressed)  # an exception: every worker, a warm pool's too
+            pool.clear()
 
 
 def _idle_worker(pool: list[CaseWorker], size: int, job: WorkerJob,

@@ -26,7 +26,7 @@ from regrade.run.job import (
     INTERNAL_ERROR, close_worker_engines, crashed_grading, grade, grade_or_later, open_worker_engines, preload_engines,
     rescoring_job,
 )
-from regrade.run.pool import grade_in_workers
+from regrade.run.pool import WarmPool, grade_in_workers
 from regrade.run.settings import RescoreSettings
 from regrade.runs.cases import Case
 
@@ -40,6 +40,7 @@ def rescore_run(
     partial: Path | None = None,
     executor: str = "local",
     scheduler: str | None = None,
+    warm: WarmPool | None = None,
 ) -> list[CaseRecord]:
     """Every case's result record, in case order.
 
@@ -50,6 +51,7 @@ def rescore_run(
     given, gets each record appended as it finishes. ``executor`` "local" grades in this
     process (``workers`` 1) or a pool of ``workers`` processes; "dask" on a Dask cluster
     (:mod:`regrade.run.dask_cluster`): a LocalCluster of ``workers`` processes, or the one at ``scheduler``.
+    ``warm``: a pool whose case workers stay open between runs (``regrade serve``), for ``workers`` > 1.
     """
     versions = code_versions(settings)
     records: list[CaseRecord | None] = [None] * len(cases)
@@ -105,9 +107,11 @@ def rescore_run(
             finally:
                 close_worker_engines()
         elif todo:
-            preload_engines(settings)  # once here: the case workers, and the engines' workers they fork, inherit it
+            if warm is None:
+                preload_engines(settings)  # once here: the case workers, and the engines' workers they fork, inherit it
             died_twice = grade_in_workers(cases, longest_first(cases, todo), workers, rescoring_job(settings),
-                                          lambda index, grading: finish(index, grading, False), same_golden)
+                                          lambda index, grading: finish(index, grading, False), same_golden,
+                                          warm=warm, warm_key=(settings, workers))
             for index in died_twice:
                 finish(index, crashed_grading(cases[index], "a worker process died twice while grading this case"), False)
     finally:
@@ -119,8 +123,8 @@ def rescore_run(
 def rescore_to_file(cases: list[Case], settings: RescoreSettings, output: Path, workers: int = 1,
                     cache: ResultCache | None = None, on_record: Callable[[int, CaseRecord, bool], None] | None = None,
                     command: dict | None = None, described_by: Sequence[Path] = (), executor: str = "local",
-                    scheduler: str | None = None, left_out: dict[str, list[str]] | None = None
-                    ) -> tuple[dict, list[CaseRecord]]:
+                    scheduler: str | None = None, left_out: dict[str, list[str]] | None = None,
+                    warm: WarmPool | None = None) -> tuple[dict, list[CaseRecord]]:
     """Rescore and write the results file, provenance first (:mod:`regrade.results.files`); return both.
 
     Records go to a hidden ``.partial`` file beside ``output`` as they finish; ``output`` itself
@@ -130,7 +134,7 @@ def rescore_to_file(cases: list[Case], settings: RescoreSettings, output: Path, 
     partial = output.parent / f".{output.name}.partial"
     output.parent.mkdir(parents=True, exist_ok=True)
     partial.unlink(missing_ok=True)
-    records = rescore_run(cases, settings, workers, cache, on_record, partial, executor, scheduler)
+    records = rescore_run(cases, settings, workers, cache, on_record, partial, executor, scheduler, warm)
     record = run_provenance(settings, [*described_by, *(p for c in cases for p in (c.output_path, c.answer_path))],
                             workers, cache is not None, command, executor, scheduler, left_out)
     write_jsonl(output, [record, *(r.as_json() for r in records)])

@@ -12,9 +12,10 @@ in the middle of is queued again at the next start and resumes from there; a job
 when its results file holds every case of its run.
 
 With one case worker (``--workers 1``, the default) the engines stay open in this process from
-one job to the next (:func:`regrade.run.job.keep_engines_warm`): the start-up a command-line run
-pays is paid once per server. More workers grade a job in a pool of processes that start their
-engines for that job. Every workbook still runs under its limits in the engines' isolated
+one job to the next (:func:`regrade.run.job.keep_engines_warm`); with more, the case workers
+and their engines stay open in a :class:`regrade.run.pool.WarmPool` between rescores with the
+same settings: the start-up a command-line run pays is paid once per server. (A refusal-slice
+job and an audit start their workers' engines per job; so does the Dask executor.) Every workbook still runs under its limits in the engines' isolated
 workers, so no verdict depends on whether the engines were warm.
 """
 
@@ -29,6 +30,7 @@ from typing import Any, Callable, Literal
 from regrade import api
 from regrade.audit.controls import PACK, load_pack, select_controls
 from regrade.run.job import keep_engines_warm
+from regrade.run.pool import WarmPool
 from regrade.runs.load import LoadedRun
 from regrade.service.store import Job, Store
 
@@ -61,6 +63,7 @@ class Runner:
                  scheduler: str | None = None):
         self.store, self.data, self.workers = store, data, workers
         self.executor, self.scheduler = executor, scheduler
+        self.pool = WarmPool()  # with more than one worker: case workers kept between jobs
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="regrade-jobs", daemon=True)
@@ -90,6 +93,7 @@ class Runner:
                 self._run(job)
         finally:
             keep_engines_warm(False)
+            self.pool.close()
 
     def _run(self, job: Job) -> None:
         kinds = {"rescore": self.rescore, "slice": self.score_slice, "audit-grader": self.audit_grader}
@@ -173,7 +177,7 @@ class Runner:
                            tasks_with_outputs=bool(request.get("tasks_with_outputs")),
                            stack=request.get("stack") or "default", executor=self.executor,
                            scheduler=self.scheduler, on_loaded=loaded, on_record=record,
-                           command={"command": "serve", "job": job.id})
+                           command={"command": "serve", "job": job.id}, warm=self.pool)
         if len(made.cases) != counted["total"]:
             raise RuntimeError(f"the results file holds {len(made.cases)} of the run's {counted['total']} cases")
         conditions = sorted({r.condition for r in made.cases})
