@@ -111,19 +111,13 @@ def inspect_logs(pack, folder: Path) -> dict[str, Path] | None:
 
 
 def harbor_jobs(pack, folder: Path) -> dict[str, Path] | None:
-    from tests.harbor_jobs import SCRIPTED_SLICE, harbor_cli, run_job, write_slice_task
+    from tests.harbor_jobs import harbor_cli, run_slice_jobs
 
     harbor = harbor_cli()
     if harbor is None:
         print("Harbor jobs skipped: no Python >= 3.12 for harbor", file=sys.stderr)
         return None
-    jobs = {}
-    for agent, plan in agent_plans(pack).items():
-        for task_id, (writes, stops) in plan.items():
-            write_slice_task(folder / agent / "tasks", pack.folder, task_id, writes, stops)
-        jobs[agent] = run_job(harbor, folder / agent / "tasks", folder / "jobs", agent, SCRIPTED_SLICE,
-                              extra=("--model", "mock/model"))
-    return jobs
+    return run_slice_jobs(harbor, pack, agent_plans(pack), folder)
 
 
 def _fresh(folder: Path) -> Path:

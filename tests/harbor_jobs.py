@@ -75,12 +75,7 @@ def write_task(tasks: Path, dataset: Path, task_id: str) -> Path:
     """The task ``task_id`` of a SpreadsheetBench folder as a Harbor task under ``tasks``."""
     source = dataset / "spreadsheet" / task_id
     cases = sorted(int(p.name.split("_")[0]) for p in source.glob("*_answer.xlsx"))
-    folder = tasks / task_id
-    for sub in ("environment/app/input", "environment/app/output", "solution", "tests"):
-        (folder / sub).mkdir(parents=True, exist_ok=True)
-    (folder / "task.toml").write_text(TASK_TOML)
-    (folder / "instruction.md").write_text(f"Solve the spreadsheet task {task_id}; write /app/output/<n>_{task_id}_output.xlsx.\n")
-    (folder / "environment" / "Dockerfile").write_text("FROM debian:bookworm-slim\nCOPY app/ /app/\nRUN mkdir -p /app/output\n")
+    folder = _task_folder(tasks, task_id, "solution", f"write /app/output/<n>_{task_id}_output.xlsx")
     for n in cases:
         shutil.copyfile(source / f"{n}_{task_id}_input.xlsx", folder / "environment" / "app" / "input" / f"{n}_{task_id}_input.xlsx")
         shutil.copyfile(source / f"{n}_{task_id}_answer.xlsx", folder / "solution" / f"{n}_{task_id}_output.xlsx")
@@ -88,6 +83,17 @@ def write_task(tasks: Path, dataset: Path, task_id: str) -> Path:
     (folder / "tests" / "test.sh").write_text(TEST_SH.format(cases=" ".join(map(str, cases)), task=task_id))
     for script in (folder / "solution" / "solve.sh", folder / "tests" / "test.sh"):
         script.chmod(0o755)
+    return folder
+
+
+def _task_folder(tasks: Path, task_id: str, more: str, asked: str) -> Path:
+    """A Harbor task's folder: task.toml, the instruction, the Dockerfile, and its subfolders."""
+    folder = tasks / task_id
+    for sub in ("environment/app/input", "environment/app/output", "tests", more):
+        (folder / sub).mkdir(parents=True, exist_ok=True)
+    (folder / "task.toml").write_text(TASK_TOML)
+    (folder / "instruction.md").write_text(f"Solve the spreadsheet task {task_id}; {asked}.\n")
+    (folder / "environment" / "Dockerfile").write_text("FROM debian:bookworm-slim\nCOPY app/ /app/\nRUN mkdir -p /app/output\n")
     return folder
 
 
@@ -112,12 +118,7 @@ def write_slice_task(tasks: Path, pack: Path, task_id: str, writes: dict[int, Pa
     and, with ``abstains``, writes each case's ``<n>_<id>_abstain.json``."""
     source = pack / "spreadsheet" / task_id
     cases = sorted(int(p.name.split("_")[0]) for p in source.glob("*_input.xlsx"))
-    folder = tasks / task_id
-    for sub in ("environment/app/input", "environment/app/prepared", "environment/app/output", "tests"):
-        (folder / sub).mkdir(parents=True, exist_ok=True)
-    (folder / "task.toml").write_text(TASK_TOML)
-    (folder / "instruction.md").write_text(f"Solve the spreadsheet task {task_id}, or stop if you cannot.\n")
-    (folder / "environment" / "Dockerfile").write_text("FROM debian:bookworm-slim\nCOPY app/ /app/\n")
+    folder = _task_folder(tasks, task_id, "environment/app/prepared", "or stop if you cannot")
     lines = ["#!/bin/bash", "mkdir -p /app/output"]
     for n in cases:
         shutil.copyfile(source / f"{n}_{task_id}_input.xlsx", folder / "environment" / "app" / "input" / f"{n}_{task_id}_input.xlsx")
@@ -130,3 +131,15 @@ def write_slice_task(tasks: Path, pack: Path, task_id: str, writes: dict[int, Pa
     (folder / "tests" / "test.sh").write_text(TEST_SH.format(cases=" ".join(map(str, cases)), task=task_id))
     (folder / "tests" / "test.sh").chmod(0o755)
     return folder
+
+
+def run_slice_jobs(harbor: Path, pack, plans: dict, root: Path) -> dict[str, Path]:
+    """A Harbor job per scripted agent over a refusal-slice pack (``plans``: agent -> task ->
+    (workbooks it writes, whether it stops)), each run by :data:`SCRIPTED_SLICE` with a model name."""
+    jobs = {}
+    for agent, plan in plans.items():
+        for task_id, (writes, stops) in plan.items():
+            write_slice_task(root / agent / "tasks", pack.folder, task_id, writes, stops)
+        jobs[agent] = run_job(harbor, root / agent / "tasks", root / "jobs", agent, SCRIPTED_SLICE,
+                              extra=("--model", "mock/model"))
+    return jobs

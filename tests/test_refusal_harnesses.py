@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from regrade.cli import main
 from regrade.refusal.score import score_slice
 from regrade.run import rescore_settings
-from tests.harbor_jobs import SCRIPTED_SLICE, harbor_cli, run_job, write_slice_task
+from tests.harbor_jobs import harbor_cli, run_slice_jobs
 from tests.refusal_agents import AGENTS, EXPECTED, agent_plans, counts_of, demo_pack
 
 pytestmark = pytest.mark.slow
@@ -138,14 +138,7 @@ def harbor_jobs(pack, tmp_path_factory) -> dict[str, Path]:
     elif (harbor := harbor_cli()) is None:
         message = "no Python >= 3.12 here for harbor"
     else:
-        root = tmp_path_factory.mktemp("harbor-slice")
-        jobs = {}
-        for agent, plan in agent_plans(pack).items():
-            for task_id, (writes, stops) in plan.items():
-                write_slice_task(root / agent / "tasks", pack.folder, task_id, writes, stops)
-            jobs[agent] = run_job(harbor, root / agent / "tasks", root / "jobs", agent, SCRIPTED_SLICE,
-                                  extra=("--model", "mock/model"))
-        return jobs
+        return run_slice_jobs(harbor, pack, agent_plans(pack), tmp_path_factory.mktemp("harbor-slice"))
     if os.environ.get("CI"):
         pytest.fail(f"CI must run harbor: {message}")
     pytest.skip(message)

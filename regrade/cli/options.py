@@ -195,17 +195,23 @@ def chosen_engines(names: str | None) -> list[str]:
     return chosen
 
 
+def _protocol_option(meaning: str) -> Callable:
+    return click.option("--protocol", "protocol_file", type=click.Path(path_type=Path, dir_okay=False, exists=True),
+                        help=f"The locked protocol (regrade protocol init, lock): {meaning}")
+
+
+protocol_digest_option = click.option("--protocol-digest", metavar="DIGEST", help="With --protocol: refuse (exit 2) "
+                                      "unless its digest is this one, as regrade protocol lock printed it.")
+
+
 def protocol_options(command: Callable) -> Callable:
     """--protocol, --protocol-digest and --exploratory: a table or report bound to a locked protocol."""
     for option in reversed([
         click.option("--exploratory", is_flag=True, help="Table exploratory conditions too (a run whose own records "
                      "contradict its locked protocol, or a protocol of the exploratory channel): the whole table "
                      "is then exploratory, and its caption says so. Without it they are left out and said."),
-        click.option("--protocol", "protocol_file", type=click.Path(path_type=Path, dir_okay=False, exists=True),
-                     help="The locked protocol (regrade protocol lock): refuse (exit 2) any results file not scored "
-                          "under it."),
-        click.option("--protocol-digest", metavar="DIGEST", help="With --protocol: refuse (exit 2) unless its "
-                     "digest is this one, as regrade protocol lock printed it."),
+        _protocol_option("refuse (exit 2) any results file not scored under it."),
+        protocol_digest_option,
     ]):
         command = option(command)
     return command
@@ -235,11 +241,9 @@ def slice_run_options(command: Callable) -> Callable:
         click.option("--key", type=click.Path(path_type=Path, file_okay=False), default=None,
                      help="The pack's key (default: the pack's folder name + .key)."),
         click.option("--expect-digest", metavar="DIGEST", help="Refuse (exit 2) unless the pack's digest is this one."),
-        click.option("--protocol", "protocol_file", type=click.Path(path_type=Path, dir_okay=False, exists=True),
-                     help="The locked protocol the run followed (regrade protocol init, lock): its channel labels "
-                          "every record; a run whose own records contradict it is exploratory."),
-        click.option("--protocol-digest", metavar="DIGEST", help="With --protocol: refuse (exit 2) unless its "
-                     "digest is this one, as regrade protocol lock printed it."),
+        _protocol_option("the run followed it; its channel labels every record, and a run whose own "
+                         "records contradict it is exploratory."),
+        protocol_digest_option,
     ]):
         command = option(command)
     return command
