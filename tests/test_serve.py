@@ -303,6 +303,7 @@ def test_the_pages_render_in_headless_chromium(server):
     compared = parsed(page(f"/compare?results={job['id']}&baseline=none"))
     assert sorted(a["data-condition"] for a in compared.having("tr", "comparison")) == ["anthropic", "community"]
     assert any(t == "html" and a.get("data-script") == "ran" for t, a in compared.found)  # the report's script ran
+    assert compared.having("details", "case")  # every case's drill-down, as the report has it
     assert "not signed in" in rendered_dom(f"{server.url}/login?token=wrong")
 
 
@@ -353,3 +354,20 @@ def test_a_server_on_a_dask_cluster_gives_the_same_records(server, tmp_path):
         assert comparable(client.results(job["id"])) == comparable(local.results(alone["id"]))
     finally:
         on_dask.stop()
+
+
+def test_a_results_file_made_elsewhere_is_given_listed_and_compared(server, tmp_path):
+    from regrade import api
+
+    client = server.client()
+    made = tmp_path / "elsewhere.jsonl"
+    api.rescore(DEMO / "dataset", {c: DEMO / "outputs" / c for c in DEMO_CONDITIONS}, engines=["ironcalc"],
+                output=made, stack="elsewhere")
+    given = json.loads(client.call("POST", "/api/results", made.read_bytes(), "application/x-ndjson"))
+    assert given["job_id"] is None and given["cases"] == 45 and given["provenance"]["record"] == "provenance"
+    assert given["id"] in {r["id"] for r in client.json("GET", "/api/results")}
+    table = client.call("GET", f"/api/compare?results={given['id']}&baseline=none&format=csv").decode()
+    assert table.splitlines()[0].startswith("stack,benchmark,condition") and "elsewhere" in table
+    with pytest.raises(ServerError) as refused:
+        client.call("POST", "/api/results", b'{"record": "case", "nonsense": 1}\n', "application/x-ndjson")
+    assert (refused.value.status, refused.value.id) == (422, "not-results")

@@ -29,6 +29,7 @@ from regrade.render.paper import paper_table
 from regrade.render.rows import render
 from regrade.results.files import ResultsError
 from regrade.results.provenance import regrade_version
+from regrade.results.records import Results
 from regrade.run import SettingsError, rescore_settings
 from regrade.service.files import ServiceError, UploadLimits, resolve, unpack_upload
 from regrade.service.runner import Runner, job_report
@@ -104,10 +105,11 @@ class Upload(BaseModel):
 
 class ResultsEntry(BaseModel):
     id: str
-    job_id: str | None
+    job_id: str | None = Field(description="The job that made it; null for a results file given to the server.")
     created: str
     cases: int
     conditions: list[str]
+    provenance: dict[str, Any] = Field(description="Its provenance record: versions, settings, input digests.")
 
 
 class ErrorBody(BaseModel):
@@ -119,7 +121,8 @@ class ErrorResponse(BaseModel):
     error: ErrorBody
 
 
-ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorResponse} for code in (400, 401, 403, 404, 409, 413)}
+ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorResponse}
+                                           for code in (400, 401, 403, 404, 409, 413, 415, 422)}
 
 
 def create_app(data: Path, roots: list[Path], workers: int = 1, limits: UploadLimits = UploadLimits(),
@@ -252,9 +255,38 @@ def create_app(data: Path, roots: list[Path], workers: int = 1, limits: UploadLi
 
     @app.get("/api/results", dependencies=authorized, responses=ERRORS, tags=["results"])
     def results() -> list[ResultsEntry]:
-        """Every results file the server made, newest first."""
-        return [ResultsEntry(**{k: r[k] for k in ("id", "job_id", "created", "cases", "conditions")})
+        """Every results file the server made or was given, newest first, with its provenance."""
+        return [ResultsEntry(**{k: r[k] for k in ("id", "job_id", "created", "cases", "conditions", "provenance")})
                 for r in store.results()]
+
+    @app.post("/api/results", status_code=201, dependencies=authorized, responses=ERRORS, tags=["results"],
+              openapi_extra={"requestBody": {"required": True, "content": {"application/x-ndjson": {
+                  "schema": {"type": "string"}}}}})
+    async def give_results(request: Request) -> ResultsEntry:
+        """Give the server a results file ``regrade rescore`` wrote elsewhere (JSON Lines), to list and
+        compare beside its own; checked record by record, refused whole when any record is not one."""
+        body = bytearray()
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > limits.bytes:
+                raise ServiceError("upload-too-large", f"the results file is more than the {limits.bytes} bytes "
+                                   "this server takes (--max-upload-mb)", 413)
+        results_id = f"r{hashlib.sha256(bytes(body)).hexdigest()[:12]}"
+        target = data / "results" / f"{results_id}.jsonl"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        scratch = target.with_suffix(".partial")
+        scratch.write_bytes(bytes(body))
+        try:
+            read = Results.read_rescored(scratch)
+        except (ResultsError, ValueError, UnicodeDecodeError) as exc:
+            scratch.unlink()
+            raise ServiceError("not-results", f"not a regrade results file: {exc}", 422) from None
+        scratch.replace(target)
+        provenance = read.provenance.model_dump() if read.provenance is not None else {}
+        store.add_results(results_id, target, None, len(read.cases), sorted({r.condition for r in read.cases}),
+                          provenance)
+        entry = next(r for r in store.results() if r["id"] == results_id)
+        return ResultsEntry(**{k: entry[k] for k in ("id", "job_id", "created", "cases", "conditions", "provenance")})
 
     @app.get("/api/compare", dependencies=authorized, responses=ERRORS, tags=["results"],
              response_class=PlainTextResponse)
@@ -334,11 +366,17 @@ def create_app(data: Path, roots: list[Path], workers: int = 1, limits: UploadLi
         form = ('<form action="/compare" method="get"><table class="results"><thead><tr><th></th><th>results</th>'
                 '<th>conditions</th><th class="num">cases</th><th>created</th><th>regrade</th></tr></thead>'
                 f'<tbody>{rows}</tbody></table><p><label>baseline <input name="baseline" value="none"></label> '
-                '<button type="submit">compare</button></p></form>')
+                '<button type="submit">compare</button> <label>or download the table as <select name="format">'
+                '<option value="html">the report (HTML)</option><option value="csv">CSV</option>'
+                '<option value="json">JSON</option><option value="markdown">Markdown</option>'
+                '<option value="latex">LaTeX</option></select></label></p></form>')
         return HTMLResponse(_page("regrade results", form + '<p><a href="/">jobs</a></p>'))
 
     @app.get("/compare", include_in_schema=False, dependencies=authorized)
-    def compare_page(results: list[str] = Query(), baseline: str = "none") -> Response:
+    def compare_page(results: list[str] = Query(), baseline: str = "none",
+                     format: Literal["json", "csv", "markdown", "latex", "html"] = "html") -> Response:
+        if format != "html":
+            return compare(results, baseline, format)
         return FileResponse(_compared_page(data, _results_paths(store, results), baseline), media_type="text/html")
 
     return app
