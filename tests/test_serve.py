@@ -371,3 +371,16 @@ def test_a_results_file_made_elsewhere_is_given_listed_and_compared(server, tmp_
     with pytest.raises(ServerError) as refused:
         client.call("POST", "/api/results", b'{"record": "case", "nonsense": 1}\n', "application/x-ndjson")
     assert (refused.value.status, refused.value.id) == (422, "not-results")
+
+
+@pytest.mark.slow
+def test_a_grader_audit_on_controls_generated_from_a_dataset(server):
+    require_engines("ironcalc", "libreoffice", "formulon")
+    client = server.client()
+    job = client.wait(client.submit({"kind": "audit-grader", "grader": "spreadsheetbench-official",
+                                     "controls_from": str(DEMO / "dataset"), "controls_tasks": 1})["id"])
+    assert job["state"] == "done" and job["total"] > 0, job
+    audited = json.loads(client.results(job["id"]))
+    assert audited["pack_digest"] and audited["categories"]
+    log = client.json("GET", f"/api/jobs/{job['id']}")["log"]
+    assert any(line.split(" ", 1)[1].startswith("generated ") for line in log), log

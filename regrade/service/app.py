@@ -73,6 +73,9 @@ class AuditRequest(BaseModel):
     kind: Literal["audit-grader"]
     grader: str = Field(description="A built-in grader's name (regrade audit grader --help lists them).")
     pack: str | None = Field(default=None, description="A control pack (default: the hand-made one regrade ships).")
+    controls_from: str | None = Field(default=None, description="Instead of a pack: generate controls from this "
+                                      "dataset's own tasks (regrade audit grader --controls-from), then audit.")
+    controls_tasks: int | None = Field(default=None, ge=1, description="With controls_from: how many tasks to draw.")
     expect_digest: str | None = None
     tasks: list[str] = Field(default=[], description="Grade only these tasks' controls.")
 
@@ -183,7 +186,7 @@ def create_app(data: Path, roots: list[Path], workers: int = 1, limits: UploadLi
         a run over a refusal-slice pack, or a built-in grader's audit on a control pack."""
         uploads = data / "uploads"
         request = body.model_dump()
-        for name in ("dataset", "pack", "key"):
+        for name in ("dataset", "pack", "key", "controls_from"):
             if request.get(name):
                 request[name] = str(resolve(request[name], roots, uploads))
         if "conditions" in request:

@@ -1,8 +1,9 @@
 """The job runner of ``regrade serve``: one thread that takes queued jobs in order and runs each
 through :mod:`regrade.api`, as the command line would, keeping its engines warm between jobs.
 Kinds: ``rescore`` (``api.rescore``), ``slice`` (a run over a refusal-slice pack,
-``api.score_slice``) and ``audit-grader`` (a built-in grader on a sealed control pack,
-``api.audit_grader``; its result is the audit as JSON, with no report).
+``api.score_slice``) and ``audit-grader`` (a built-in grader on a sealed control pack, or on
+controls generated from a dataset first, ``api.audit_grader``; its result is the audit as JSON,
+with no report).
 
 A rescore job is ``api.rescore`` over the paths its request names, the results file written to
 ``DATA/results/<job>.jsonl`` (its report to ``DATA/reports/<job>.html`` when first asked for); progress (cases done of
@@ -22,6 +23,7 @@ workers, so no verdict depends on whether the engines were warm.
 from __future__ import annotations
 
 import json
+import shutil
 import threading
 import traceback
 from pathlib import Path
@@ -145,7 +147,15 @@ class Runner:
         """A built-in grader against a sealed control pack (``api.audit_grader``): the audit as JSON."""
         request: dict[str, Any] = job.request
         results, _ = self._files(job, ".json")
-        pack = load_pack(Path(request["pack"]) if request.get("pack") else PACK, request.get("expect_digest"))
+        folder = Path(request["pack"]) if request.get("pack") else PACK
+        if request.get("controls_from"):  # controls generated from a dataset's own tasks, checked and sealed first
+            folder = self.data / "packs" / job.id
+            shutil.rmtree(folder, ignore_errors=True)  # a job resumed after a stop makes its pack afresh
+            generated = api.generate_controls(request["controls_from"], folder, request.get("controls_tasks"),
+                                              workers=self.workers, cache_dir=self.data / "cache",
+                                              executor=self.executor, scheduler=self.scheduler)
+            self.store.log(job.id, f"generated {len(generated.kept)} controls, pack digest {generated.digest}")
+        pack = load_pack(folder, request.get("expect_digest"))
         selected = select_controls(pack, tuple(request.get("tasks") or ()))
         audit = api.audit_grader(request["grader"], selected, workers=self.workers, executor=self.executor,
                                  scheduler=self.scheduler, on_control=self._counter(job, len(selected.controls)))
