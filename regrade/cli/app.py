@@ -58,7 +58,7 @@ def _debugging() -> bool:
     return bool(click.get_current_context().find_root().params.get("debug"))
 
 
-def progress(total: int, unit: str) -> Progress:
+def progress(total: int | None, unit: str) -> Progress:
     """The progress display of this command line: none with -q."""
     return Progress(total, unit, quiet=quiet())
 

@@ -83,7 +83,7 @@ class RescoreDisplay:
 
     def record(self, index: int, record: CaseRecord, cached: bool) -> None:
         if self._shown is None:
-            self._shown = progress(self.total, "cases").__enter__()
+            self._shown = progress(self.total or None, "cases").__enter__()  # 0: a run not loaded through load_run
         self._shown.advance(f"{record.condition} task {record.task_id} case {record.case}: {record.verdict}", cached)
 
     def __enter__(self) -> RescoreDisplay:

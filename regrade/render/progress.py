@@ -31,9 +31,10 @@ class _Rate(ProgressColumn):
 
 
 class Progress:
-    """``advance(label)`` once per finished item; use as a context manager."""
+    """``advance(label)`` once per finished item; use as a context manager. ``total`` None: not
+    known ahead (a count, no bar's end)."""
 
-    def __init__(self, total: int, unit: str = "cases", quiet: bool = False, terminal: bool | None = None):
+    def __init__(self, total: int | None, unit: str = "cases", quiet: bool = False, terminal: bool | None = None):
         self.total, self.unit, self.quiet = total, unit, quiet
         self.done = 0
         self.cached = 0  # cases not graded now: from the results cache, or the same as an earlier case
@@ -62,4 +63,5 @@ class Progress:
             description = f"{self.unit} ({self.cached} reused)" if self.cached else self.unit
             self._bar.update(self._task, advance=1, description=description)
             return
-        click.echo(f"[{self.done}/{self.total}] {label}" + (" (reused)" if cached else ""), err=True)
+        count = f"{self.done}/{self.total}" if self.total is not None else str(self.done)
+        click.echo(f"[{count}] {label}" + (" (reused)" if cached else ""), err=True)
