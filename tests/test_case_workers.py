@@ -1,4 +1,7 @@
-"""The order in which case workers are sent cases (the processes themselves: tests/test_runner.py)."""
+"""The order in which case workers are sent cases, a pool of them kept warm between runs, and the
+engines' own work a run records (the processes themselves: tests/test_runner.py)."""
+
+import pytest
 
 from regrade.run.pool import _Queue
 
@@ -57,3 +60,25 @@ def test_a_warm_pool_keeps_its_case_workers_between_runs_and_the_verdicts_do_not
     finally:
         warm.close()
     assert not warm.workers
+
+
+def test_every_run_records_the_engines_own_work_and_its_floor_and_no_record_carries_it(tmp_path):
+    # issue 50, item 4: the provenance says what the engines' own CPU was (on workbooks, and
+    # starting), the floor it sets on the workers, and the wall time; a second run from the
+    # results cache asks the engines nothing, and its floor is 0
+    from regrade import api
+    from tests.conftest import DEMO, require_engines
+
+    require_engines("ironcalc")
+    conditions = {c: DEMO / "outputs" / c for c in ("none", "community")}
+    cold = api.rescore(DEMO / "dataset", conditions, engines=["ironcalc"], workers=2, output=tmp_path / "cold.jsonl",
+                       cache_dir=tmp_path / "cache")
+    work = cold.provenance.model_extra["engine_work"]
+    assert work["engine_cpu_s"]["ironcalc"] > 0 and work["workers"] == 2 and work["wall_s"] > 0
+    spent = sum(work["engine_cpu_s"].values()) + sum(work["engine_start_cpu_s"].values())
+    assert work["floor_s"] == pytest.approx(spent / 2, abs=0.002)
+    assert all("_engine_work" not in line for line in (tmp_path / "cold.jsonl").read_text().splitlines())
+    again = api.rescore(DEMO / "dataset", conditions, engines=["ironcalc"], workers=2, output=tmp_path / "warm.jsonl",
+                        cache_dir=tmp_path / "cache")
+    assert again.provenance.model_extra["engine_work"]["floor_s"] == 0
+    assert [r.model_dump() for r in again.cases] == [r.model_dump() for r in cold.cases]

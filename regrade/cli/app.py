@@ -33,11 +33,11 @@ def library_errors(command: Callable) -> Callable:
             click.echo("interrupted", err=True)
             raise click.exceptions.Exit(INTERRUPTED) from None
         except (EmptyCondition, ArgumentError) as exc:
-            if _debugging():
+            if debugging():
                 raise
             raise click.UsageError(str(exc)) from exc  # exit status 2: nothing of the run was graded
         except LIBRARY_ERRORS as exc:
-            if _debugging():
+            if debugging():
                 raise
             raise click.ClickException(str(exc)) from exc
 
@@ -54,7 +54,8 @@ def in_repository(path: Path) -> str:
     return path.relative_to(REPOSITORY).as_posix()
 
 
-def _debugging() -> bool:
+def debugging() -> bool:
+    """Whether --debug was given."""
     return bool(click.get_current_context().find_root().params.get("debug"))
 
 

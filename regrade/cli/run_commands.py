@@ -21,7 +21,7 @@ from regrade.results.files import json_value, write_jsonl
 from regrade.run import SettingsError
 from regrade.runs.cases import Case
 from regrade.results.summary import summarise, verdict_counts
-from regrade.cli.app import in_repository, library_errors, main
+from regrade.cli.app import debugging, in_repository, library_errors, main
 from regrade.cli.options import (
     DEFAULT_ENGINES_HELP, RescoreDisplay, check_executor, chosen_engines, engines_option, executor_options, load_cases,
     quorum_option, refused_on_mismatch, run_options, say_summary, say_written, scale_options,
@@ -176,6 +176,12 @@ def rescore_command(dataset, conditions, harbor_jobs, runs_dir, allow_missing, t
     say_written(records, output, results.quorum, len(engines))
     click.echo(render(["verdict", "cases"], verdict_counts(records), "table"))
     say_summary(summarise(records, time.monotonic() - started, results.left_out), output)
+    work = getattr(results.provenance, "engine_work", None)
+    if debugging() and work:
+        click.echo(f"debug: the engines' own CPU {sum(work['engine_cpu_s'].values()):.1f} s on workbooks and "
+                   f"{sum(work['engine_start_cpu_s'].values()):.1f} s starting ({work['engine_cpu_s']}), over "
+                   f"{work['workers']} workers: floor {work['floor_s']:.1f} s, wall {work['wall_s']:.1f} s "
+                   f"({work['wall_over_floor']}x the floor)", err=True)
 
 
 

@@ -68,6 +68,8 @@ class IsolatedEngine:
         self._served = 0
         self._preloaded = False
         self._awaiting_ready = False  # started in the background; its "ready" not yet read
+        self.cpu_s = 0.0  # CPU seconds its workers spent on workbooks (theirs and their children's)
+        self.start_cpu_s = 0.0  # ... and starting its engine (up to its "ready")
 
     def version(self) -> str:
         return self.engine.version()
@@ -154,6 +156,9 @@ class IsolatedEngine:
                 self._stop(ask_first=False)
                 return WorkbookValues(failure=WorkbookFailure("timeout", overrun))
             outcome = self._connection.recv()
+            spent_after = process_tree_cpu_seconds(self._worker.pid) if self._worker.pid is not None else None
+            if spent_before is not None and spent_after is not None:
+                self.cpu_s += max(spent_after - spent_before, 0.0)
         except (EOFError, OSError):
             self._worker.join(5)
             failure = _death(self.name, self._worker.exitcode, self.memory_mb)
@@ -213,6 +218,9 @@ class IsolatedEngine:
         except (EOFError, OSError):
             ready = None
         if ready is True:
+            assert self._worker is not None
+            spent = process_tree_cpu_seconds(self._worker.pid) if self._worker.pid is not None else None
+            self.start_cpu_s += spent or 0.0
             return None
         self._stop(ask_first=False)
         return WorkbookFailure("crashed", f"{self.name} did not start in its worker" if not ready else str(ready))

@@ -68,6 +68,22 @@ def close_worker_engines(force: bool = False) -> None:
     _WORKER.clear()
 
 
+ENGINE_WORK = "_engine_work"  # a grading's private field: the engines' CPU for the case, taken out before it is kept
+
+
+def engine_work() -> dict[str, dict[str, float]]:
+    """This worker's engines' CPU so far, by engine: on workbooks (``cpu_s``) and starting (``start_cpu_s``)."""
+    engines = [_WORKER["shallow"], *_WORKER["fulls"]] if "shallow" in _WORKER else []
+    return {e.name: {"cpu_s": getattr(e, "cpu_s", 0.0), "start_cpu_s": getattr(e, "start_cpu_s", 0.0)}
+            for e in engines}
+
+
+def _work_since(before: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+    now = engine_work()
+    return {name: {k: max(v - before.get(name, {}).get(k, 0.0), 0.0) for k, v in spent.items()}  # 0: engines restarted
+            for name, spent in now.items()}
+
+
 def preload_engines(settings: RescoreSettings) -> None:
     """Each engine's preload (:meth:`regrade.engines.base.Engine.preload`), in this process."""
     for name in (settings.shallow, *settings.engines):
@@ -87,6 +103,7 @@ def rescore_case_grading(case: Case, defer: bool = False) -> dict | None:
     case needs the full engines and they are still starting (grade it later: the cases that
     need none are graded, and kept, meanwhile)."""
     settings: RescoreSettings = _WORKER["settings"]
+    before = engine_work()
     try:
         with deadline(case_limit_s(settings)):
             result = rescore_case(case, _WORKER["policy"], _WORKER["shallow"], _WORKER["fulls"],
@@ -100,7 +117,7 @@ def rescore_case_grading(case: Case, defer: bool = False) -> dict | None:
     except Exception as exc:
         result = CaseResult(case, None, None, UNEVALUABLE, [INTERNAL_ERROR],
                             f"regrade failed on this case ({type(exc).__name__}: {exc}); please report it")
-    return grading_fields(result)
+    return {**grading_fields(result), ENGINE_WORK: _work_since(before)}
 
 
 def grade(case: Case) -> dict:

@@ -15,6 +15,8 @@
 from __future__ import annotations
 
 import json
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
@@ -23,7 +25,7 @@ from regrade.results.provenance import provenance
 from regrade.results.records import CaseRecord
 from regrade.run.cache import ResultCache, cache_key, code_versions, engine_versions
 from regrade.run.job import (
-    INTERNAL_ERROR, close_worker_engines, crashed_grading, grade, grade_or_later, open_worker_engines, preload_engines,
+    ENGINE_WORK, INTERNAL_ERROR, close_worker_engines, crashed_grading, grade, grade_or_later, open_worker_engines, preload_engines,
     rescoring_job,
 )
 from regrade.run.pool import WarmPool, grade_in_workers
@@ -41,6 +43,7 @@ def rescore_run(
     executor: str = "local",
     scheduler: str | None = None,
     warm: WarmPool | None = None,
+    work: EngineWork | None = None,
 ) -> list[CaseRecord]:
     """Every case's result record, in case order.
 
@@ -52,6 +55,7 @@ def rescore_run(
     process (``workers`` 1) or a pool of ``workers`` processes; "dask" on a Dask cluster
     (:mod:`regrade.run.dask_cluster`): a LocalCluster of ``workers`` processes, or the one at ``scheduler``.
     ``warm``: a pool whose case workers stay open between runs (``regrade serve``), for ``workers`` > 1.
+    ``work``, where given, adds up the engines' CPU the cases graded now cost (:class:`EngineWork`).
     """
     versions = code_versions(settings)
     records: list[CaseRecord | None] = [None] * len(cases)
@@ -70,6 +74,9 @@ def rescore_run(
             on_record(index, record, cached)
 
     def finish(index: int, grading: dict, cached: bool) -> None:
+        spent = grading.pop(ENGINE_WORK, None)  # the engines' CPU for this case: the run's, never the record's
+        if work is not None and spent:
+            work.add(spent)
         if cache is not None and keys[index] and not cached and INTERNAL_ERROR not in grading["reasons"]:
             cache.put(keys[index], grading)
         record_case(index, grading, cached)
@@ -120,6 +127,34 @@ def rescore_run(
     return [r for r in records if r is not None]
 
 
+@dataclass
+class EngineWork:
+    """The engines' own CPU a run cost, by engine: on workbooks and starting, and the run's
+    wall time. ``floor_s`` is what no run on ``workers`` workers can go below: that CPU divided
+    among them (regrade's own reading and grading come on top)."""
+
+    cpu_s: dict[str, float] = field(default_factory=dict)
+    start_cpu_s: dict[str, float] = field(default_factory=dict)
+    wall_s: float | None = None
+    workers: int = 1
+
+    def add(self, spent: dict[str, dict[str, float]]) -> None:
+        for name, figures in spent.items():
+            self.cpu_s[name] = self.cpu_s.get(name, 0.0) + figures.get("cpu_s", 0.0)
+            self.start_cpu_s[name] = self.start_cpu_s.get(name, 0.0) + figures.get("start_cpu_s", 0.0)
+
+    @property
+    def floor_s(self) -> float:
+        return (sum(self.cpu_s.values()) + sum(self.start_cpu_s.values())) / max(self.workers, 1)
+
+    def as_json(self) -> dict:
+        return {"engine_cpu_s": {k: round(v, 3) for k, v in sorted(self.cpu_s.items())},
+                "engine_start_cpu_s": {k: round(v, 3) for k, v in sorted(self.start_cpu_s.items())},
+                "workers": self.workers, "floor_s": round(self.floor_s, 3),
+                "wall_s": None if self.wall_s is None else round(self.wall_s, 3),
+                "wall_over_floor": round(self.wall_s / self.floor_s, 2) if self.wall_s and self.floor_s else None}
+
+
 def rescore_to_file(cases: list[Case], settings: RescoreSettings, output: Path, workers: int = 1,
                     cache: ResultCache | None = None, on_record: Callable[[int, CaseRecord, bool], None] | None = None,
                     command: dict | None = None, described_by: Sequence[Path] = (), executor: str = "local",
@@ -134,9 +169,13 @@ def rescore_to_file(cases: list[Case], settings: RescoreSettings, output: Path, 
     partial = output.parent / f".{output.name}.partial"
     output.parent.mkdir(parents=True, exist_ok=True)
     partial.unlink(missing_ok=True)
-    records = rescore_run(cases, settings, workers, cache, on_record, partial, executor, scheduler, warm)
+    work = EngineWork(workers=workers)
+    started = time.monotonic()
+    records = rescore_run(cases, settings, workers, cache, on_record, partial, executor, scheduler, warm, work)
+    work.wall_s = time.monotonic() - started
     record = run_provenance(settings, [*described_by, *(p for c in cases for p in (c.output_path, c.answer_path))],
                             workers, cache is not None, command, executor, scheduler, left_out)
+    record["engine_work"] = work.as_json()  # the floor of this run, beside its wall time
     write_jsonl(output, [record, *(r.as_json() for r in records)])
     partial.unlink(missing_ok=True)
     return record, records
