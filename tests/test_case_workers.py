@@ -33,6 +33,7 @@ def test_when_every_group_left_is_busy_an_idle_worker_takes_the_first():
     assert queue.take(None, {"g1"}) == (1, "g1")
 
 
+@pytest.mark.slow
 def test_a_warm_pool_keeps_its_case_workers_between_runs_and_the_verdicts_do_not_change(tmp_path):
     # regrade serve's case workers: the second run is graded by the very processes of the first
     # (their engines open), a run of other settings gets new ones, and every record is the one a

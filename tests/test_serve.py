@@ -307,6 +307,7 @@ def test_the_pages_render_in_headless_chromium(server):
     assert "not signed in" in rendered_dom(f"{server.url}/login?token=wrong")
 
 
+@pytest.mark.slow
 def test_a_refusal_slice_and_a_grader_audit_run_as_jobs(server, tmp_path_factory):
     import shutil
 
