@@ -168,6 +168,7 @@ def test_demo_prints_verdicts_table_and_artifact_count():
         "demo-agent  spreadsheetbench  community  original  5               0.400                0.400      0            0         2         3    0   0.000    -0.307     0.307    1.000       1.000\n"
         "demo-agent  spreadsheetbench  anthropic  regraded  5               0.400                1.000      3            0         2         0    3   0.600     0.030     0.882    0.250       0.500\n"
         "demo-agent  spreadsheetbench  community  regraded  5               0.400                0.400      1            1         1         2    0   0.000    -0.465     0.465    1.000       1.000\n"
+        "no refusal slice: these success rates carry no abstention figures; no locked protocol\n"
         "\n"
         "18 of 33 value-only failures were grader artifacts (correct when recomputed).\n"
     )

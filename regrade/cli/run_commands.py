@@ -238,7 +238,8 @@ def demo_command(run_dir, output, engine_names):
     say_written(records, target, results.quorum, len(engines), kept=output is not None)
     click.echo(render(["verdict", "cases"], verdict_counts(records), "table"))
     click.echo("")
-    rows = [c.as_row() for c in pair(records, "none").comparisons]
-    click.echo(render(TABLE_COLUMNS, rows, "table"))
+    table = pair(records, "none")
+    click.echo(render(TABLE_COLUMNS, table.rows(), "table"))
+    click.echo(table.caption)  # the demo has no refusal slice, and says so under its rates
     click.echo("")
     click.echo(summarise(records).headline + ".")
