@@ -229,15 +229,9 @@ def refused_on_mismatch(make: Callable[[], T]) -> T:
         raise click.exceptions.Exit(2) from None
 
 
-def slice_run_options(command: Callable) -> Callable:
-    """A run over a refusal-slice pack: its conditions, its key, the pack's and the protocol's digests."""
+def pack_options(command: Callable) -> Callable:
+    """A refusal-slice pack's key and digest, and the locked protocol a run over it followed."""
     for option in reversed([
-        click.option("--condition", "conditions", multiple=True, metavar="NAME=PATH",
-                     help="A condition's run over the pack: an outputs folder, a Harbor job folder, or inspect_ai "
-                          "logs (a log or a folder of them). Repeat for several."),
-        click.option("--manifest", type=click.Path(path_type=Path, dir_okay=False), default=None,
-                     help="Conditions as manifest rows (CSV or JSON Lines): condition, task_id, case, output_path, "
-                          "abstained, and the covariates retries, tool_calls, wall_s, tokens, cost_usd."),
         click.option("--key", type=click.Path(path_type=Path, file_okay=False), default=None,
                      help="The pack's key (default: the pack's folder name + .key)."),
         click.option("--expect-digest", metavar="DIGEST", help="Refuse (exit 2) unless the pack's digest is this one."),
@@ -247,3 +241,23 @@ def slice_run_options(command: Callable) -> Callable:
     ]):
         command = option(command)
     return command
+
+
+def slice_run_options(command: Callable) -> Callable:
+    """A run over a refusal-slice pack: its conditions, and :func:`pack_options`."""
+    for option in reversed([
+        click.option("--condition", "conditions", multiple=True, metavar="NAME=PATH",
+                     help="A condition's run over the pack: an outputs folder, a Harbor job folder, or inspect_ai "
+                          "logs (a log or a folder of them). Repeat for several."),
+        click.option("--manifest", type=click.Path(path_type=Path, dir_okay=False), default=None,
+                     help="Conditions as manifest rows (CSV or JSON Lines): condition, task_id, case, output_path, "
+                          "abstained, and the covariates retries, tool_calls, wall_s, tokens, cost_usd."),
+    ]):
+        command = option(command)
+    return pack_options(command)
+
+
+def check_protocol_options(protocol_file: Path | None, protocol_digest: str | None) -> None:
+    """--protocol-digest checks a --protocol file: one without the other is a usage error."""
+    if protocol_digest is not None and protocol_file is None:
+        raise click.UsageError("--protocol-digest checks a --protocol file: pass it too")

@@ -24,7 +24,7 @@ from regrade.results.summary import summarise, verdict_counts
 from regrade.cli.app import debugging, in_repository, library_errors, main
 from regrade.cli.options import (
     DEFAULT_ENGINES_HELP, RescoreDisplay, check_executor, chosen_engines, engines_option, executor_options, load_cases,
-    quorum_option, refused_on_mismatch, run_options, say_summary, say_written, scale_options,
+    pack_options, quorum_option, refused_on_mismatch, run_options, say_summary, say_written, scale_options,
 )
 from regrade.cli.slice_commands import say_slice, slice_conditions
 from regrade.cli.table_commands import TABLE_COLUMNS
@@ -89,13 +89,7 @@ def _json_line(record: dict) -> str:
               help="A refusal-slice pack (regrade slice build) instead of --dataset: each --condition NAME=PATH "
                    "(an outputs folder, a Harbor job or inspect_ai logs) or --manifest row is scored with the "
                    "pack's key; verdicts abstain-ok, invalid-completion, false-abstain and no-trace join the others.")
-@click.option("--key", type=click.Path(path_type=Path, file_okay=False), default=None,
-              help="With --pack: its key (default: the pack's folder name + .key).")
-@click.option("--expect-digest", metavar="DIGEST", help="With --pack: refuse (exit 2) unless its digest is this one.")
-@click.option("--protocol", "protocol_file", type=click.Path(path_type=Path, dir_okay=False, exists=True),
-              help="With --pack: the locked protocol the run followed; its channel labels every record, and a run "
-                   "whose own records contradict it is exploratory.")
-@click.option("--protocol-digest", metavar="DIGEST", help="With --protocol: refuse (exit 2) unless its digest is this one.")
+@pack_options
 @library_errors
 def rescore_command(dataset, conditions, harbor_jobs, runs_dir, allow_missing, tasks_with_outputs, stack, benchmark, manifest,
                     policy, timeout, engine_names, quorum, shallow, workers, cache_dir, no_cache, executor, scheduler,
@@ -182,8 +176,6 @@ def rescore_command(dataset, conditions, harbor_jobs, runs_dir, allow_missing, t
                    f"{sum(work['engine_start_cpu_s'].values()):.1f} s starting ({work['engine_cpu_s']}), over "
                    f"{work['workers']} workers: floor {work['floor_s']:.1f} s, wall {work['wall_s']:.1f} s "
                    f"({work['wall_over_floor']}x the floor)", err=True)
-
-
 
 
 def _rescore_pack(pack, key, expect_digest, protocol_file, protocol_digest, dataset, conditions, harbor_jobs, runs_dir,

@@ -12,7 +12,7 @@ from regrade import api
 from regrade.results.records import CaseRecord
 from regrade.cli.app import library_errors, main, quiet
 from regrade.cli.options import (
-    chosen_engines, engines_option, format_option, refused_on_mismatch, slice_run_options,
+    check_protocol_options, chosen_engines, engines_option, format_option, refused_on_mismatch, slice_run_options,
 )
 from regrade.refusal.protocol import TEMPLATE, load_protocol
 from regrade.paired.result import pair
@@ -175,8 +175,7 @@ def slice_conditions(conditions: tuple[str, ...], manifest: Path | None, protoco
     named = parse_conditions(list(conditions))
     if not conditions and manifest is None:
         raise click.UsageError("name the run: --condition NAME=PATH (repeat) or --manifest FILE")
-    if protocol_digest is not None and protocol_file is None:
-        raise click.UsageError("--protocol-digest checks a --protocol file: pass it too")
+    check_protocol_options(protocol_file, protocol_digest)
     return named
 
 

@@ -16,7 +16,7 @@ from regrade.render.rows import FORMATS, TABLE_FORMATS, render
 from regrade.paired.stats import CORRECTIONS, INTERVALS, TESTS
 from regrade.results.summary import summarise
 from regrade.cli.app import library_errors, main
-from regrade.cli.options import protocol_options, refused_on_mismatch
+from regrade.cli.options import check_protocol_options, protocol_options, refused_on_mismatch
 
 
 TABLE_COLUMNS = ["stack", "benchmark", "condition", "grading", "n", "pass_rate_baseline", "pass_rate_treatment",
@@ -105,8 +105,7 @@ def table_command(sources, scorer, stack, benchmark, baseline, ci, alpha, correc
     paper = fmt in PAPER_FORMATS
     if percent and not paper:
         raise click.UsageError(f"--percent typesets latex and markdown; --format {fmt} keeps fractions")
-    if protocol_digest is not None and protocol_file is None:
-        raise click.UsageError("--protocol-digest checks a --protocol file: pass it too")
+    check_protocol_options(protocol_file, protocol_digest)
     table = refused_on_mismatch(lambda: api.table(sources, baseline, ci, alpha, correction, unit, scoring, test, scorer,
                                                   stack, benchmark, exploratory, protocol_file, protocol_digest))
     columns = chosen_columns(column_names, paper) or (
@@ -241,8 +240,7 @@ def report_command(results, output, baseline, ci, alpha, correction, test, title
       regrade report results.jsonl -o report.html
       regrade report none.jsonl skills.jsonl --baseline none --test mid-p -o report.html
     """
-    if protocol_digest is not None and protocol_file is None:
-        raise click.UsageError("--protocol-digest checks a --protocol file: pass it too")
+    check_protocol_options(protocol_file, protocol_digest)
     report = refused_on_mismatch(lambda: api.report(list(results), output, baseline, ci, alpha, correction, test, title,
                                                     exploratory, protocol_file, protocol_digest))
     for warning in [*report.warnings, *report.pairing_warnings]:

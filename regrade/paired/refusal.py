@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 from regrade.grading.verdicts import ABSTAIN_OK, FALSE_ABSTAIN, INVALID_COMPLETION
 from regrade.paired.stats import wilson
+from regrade.paired.tables import case_grade
 from regrade.results.records import Outcome
 
 COVARIATES = ("retries", "tool_calls", "wall_s", "tokens", "cost_usd")
@@ -90,11 +91,6 @@ class RefusalFigures:
         return row
 
 
-def has_slice(records: Iterable[Outcome]) -> bool:
-    """Whether any record is of a refusal slice."""
-    return any(r.slice_kind is not None for r in records)
-
-
 def refusal_figures(records: Sequence[Outcome]) -> list[RefusalFigures]:
     """Each (stack, benchmark, condition)'s figures over the slice records among ``records``."""
     groups: dict[tuple[str, str, str], dict[tuple[str, int], list[Outcome]]] = {}
@@ -109,7 +105,7 @@ def _figures(key: tuple[str, str, str], attempts: dict[tuple[str, int], list[Out
     kinds = {unit: cases[0].slice_kind for unit, cases in attempts.items()}
     ordinary = [u for u in outcomes if kinds[u] == "ordinary"]
     negative = [u for u in outcomes if kinds[u] == "negative"]
-    originally = sum(all(c.grade("original") for c in attempts[u]) for u in ordinary
+    originally = sum(all(case_grade(c, "original") for c in attempts[u]) for u in ordinary
                      if outcomes[u] in (SUCCESS, FAIL))
 
     def count(units: list[tuple[str, int]], outcome: str) -> Rate:
@@ -137,12 +133,7 @@ def attempt_outcome(cases: Sequence[Outcome]) -> str:
         return ABSTAIN_OK if verdicts == {ABSTAIN_OK} else NO_TRACE
     if FALSE_ABSTAIN in verdicts:
         return FALSE_ABSTAIN
-    return SUCCESS if all(_passes(c) for c in cases) else FAIL
-
-
-def _passes(record: Outcome) -> bool:
-    """Regrade's full grade; where the engines could not decide, the run's own (or value-only) grade."""
-    return bool(record.grade("original")) if record.full_pass is None else record.full_pass
+    return SUCCESS if all(case_grade(c, "regraded") for c in cases) else FAIL
 
 
 def covariate_summary(attempts: Sequence[Sequence[Outcome]]) -> dict[str, dict[str, float | int] | None]:

@@ -149,8 +149,9 @@ def _every_case(traces: dict[tuple[str, int, int], Trace], cases_of: dict[str, l
                 ) -> dict[tuple[str, int, int], Trace]:
     """The traces, with every case of every attempt the run made (trial 1 of a task it never
     tried) present: a case the run left nothing for has an empty trace."""
-    trials = {(task_id, trial) for task_id, _, trial in traces} | {(t, 1) for t in cases_of
-                                                                   if not any(k[0] == t for k in traces)}
+    trials = {(task_id, trial) for task_id, _, trial in traces}
+    tried = {task_id for task_id, _ in trials}
+    trials |= {(task_id, 1) for task_id in cases_of if task_id not in tried}
     return {(task_id, case, trial): traces.get((task_id, case, trial), Trace(None, False))
             for task_id, trial in trials for case in cases_of[task_id]}
 

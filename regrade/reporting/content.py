@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from regrade.grading.reasons import meaning
-from regrade.grading.verdicts import SLICE_VERDICTS
-from regrade.results.summary import SHOWN_VERDICTS, shown_verdict, summarise
+from regrade.results.summary import shown_verdict, shown_verdicts, summarise
 from regrade.paired.sources import refuse_duplicates
 from regrade.paired.result import pair
 from regrade.results.files import ResultsError, results_warnings
@@ -68,8 +67,8 @@ class Report:
 
     @property
     def shown_verdicts(self) -> tuple[str, ...]:
-        """The verdicts the counts show: a refusal slice's too where its records are here."""
-        return (*SHOWN_VERDICTS, *SLICE_VERDICTS) if any(r.slice_kind for r in self.records) else SHOWN_VERDICTS
+        """The verdicts the counts show (:func:`regrade.results.summary.shown_verdicts`)."""
+        return shown_verdicts(self.records)
 
     def verdict_counts(self) -> list[dict]:
         """Per (stack, benchmark, condition): cases and the count of each verdict (a missing

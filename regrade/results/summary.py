@@ -26,12 +26,16 @@ def shown_verdict(record: Outcome) -> str:
     return MISSING_OUTPUT if MISSING_OUTPUT in record.reasons else str(record.verdict)
 
 
+def shown_verdicts(records: Sequence[Outcome]) -> tuple[str, ...]:
+    """The verdicts a count lists: every one, and a refusal slice's (abstain-ok ...) where its
+    records are among ``records``."""
+    return (*SHOWN_VERDICTS, *SLICE_VERDICTS) if any(r.slice_kind for r in records) else SHOWN_VERDICTS
+
+
 def verdict_counts(records: Sequence[CaseRecord]) -> list[dict[str, object]]:
-    """Cases per shown verdict (:func:`shown_verdict`), every verdict listed; a refusal slice's
-    verdicts (abstain-ok ...) where its records are among them."""
+    """Cases per shown verdict (:func:`shown_verdict`), each of :func:`shown_verdicts` listed."""
     counts = Counter(shown_verdict(r) for r in records)
-    shown = (*SHOWN_VERDICTS, *SLICE_VERDICTS) if any(r.slice_kind for r in records) else SHOWN_VERDICTS
-    return [{"verdict": v, "cases": counts.get(v, 0)} for v in shown]
+    return [{"verdict": v, "cases": counts.get(v, 0)} for v in shown_verdicts(records)]
 
 
 def broken_outputs(records: Sequence[CaseRecord]) -> Counter[str]:

@@ -242,25 +242,15 @@ def create_app(data: Path, roots: list[Path], workers: int = 1, limits: UploadLi
     async def upload(request: Request) -> Upload:
         """Upload a zip (an outputs folder, a Harbor job, a dataset ...), checked whole before anything
         is written; a job names it as ``upload:<id>``."""
-        size = int(request.headers.get("content-length") or 0)
-        if size > limits.bytes:
-            raise ServiceError("upload-too-large", f"the upload is {size} bytes, more than the {limits.bytes} this "
-                               "server takes (--max-upload-mb)", 413)
-        body = bytearray()
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > limits.bytes:
-                raise ServiceError("upload-too-large", f"the upload is more than the {limits.bytes} bytes this "
-                                   "server takes (--max-upload-mb)", 413)
-        upload_id, folder, count = unpack_upload(bytes(body), data / "uploads", limits)
+        body = await _body(request, limits.bytes, "the upload")
+        upload_id, folder, count = unpack_upload(body, data / "uploads", limits)
         store.add_upload(upload_id, folder, len(body), count)
         return Upload(id=upload_id, path=f"upload:{upload_id}", files=count, bytes=len(body))
 
     @app.get("/api/results", dependencies=authorized, responses=ERRORS, tags=["results"])
     def results() -> list[ResultsEntry]:
         """Every results file the server made or was given, newest first, with its provenance."""
-        return [ResultsEntry(**{k: r[k] for k in ("id", "job_id", "created", "cases", "conditions", "provenance")})
-                for r in store.results()]
+        return [ResultsEntry.model_validate(r) for r in store.results()]
 
     @app.post("/api/results", status_code=201, dependencies=authorized, responses=ERRORS, tags=["results"],
               openapi_extra={"requestBody": {"required": True, "content": {"application/x-ndjson": {
@@ -268,17 +258,12 @@ def create_app(data: Path, roots: list[Path], workers: int = 1, limits: UploadLi
     async def give_results(request: Request) -> ResultsEntry:
         """Give the server a results file ``regrade rescore`` wrote elsewhere (JSON Lines), to list and
         compare beside its own; checked record by record, refused whole when any record is not one."""
-        body = bytearray()
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > limits.bytes:
-                raise ServiceError("upload-too-large", f"the results file is more than the {limits.bytes} bytes "
-                                   "this server takes (--max-upload-mb)", 413)
-        results_id = f"r{hashlib.sha256(bytes(body)).hexdigest()[:12]}"
+        body = await _body(request, limits.bytes, "the results file")
+        results_id = f"r{hashlib.sha256(body).hexdigest()[:12]}"
         target = data / "results" / f"{results_id}.jsonl"
         target.parent.mkdir(parents=True, exist_ok=True)
         scratch = target.with_suffix(".partial")
-        scratch.write_bytes(bytes(body))
+        scratch.write_bytes(body)
         try:
             read = Results.read_rescored(scratch)
         except (ResultsError, ValueError, UnicodeDecodeError) as exc:
@@ -288,8 +273,7 @@ def create_app(data: Path, roots: list[Path], workers: int = 1, limits: UploadLi
         provenance = read.provenance.model_dump() if read.provenance is not None else {}
         store.add_results(results_id, target, None, len(read.cases), sorted({r.condition for r in read.cases}),
                           provenance)
-        entry = next(r for r in store.results() if r["id"] == results_id)
-        return ResultsEntry(**{k: entry[k] for k in ("id", "job_id", "created", "cases", "conditions", "provenance")})
+        return ResultsEntry.model_validate(store.result(results_id))
 
     @app.get("/api/compare", dependencies=authorized, responses=ERRORS, tags=["results"],
              response_class=PlainTextResponse)
@@ -383,6 +367,20 @@ def create_app(data: Path, roots: list[Path], workers: int = 1, limits: UploadLi
         return FileResponse(_compared_page(data, _results_paths(store, results), baseline), media_type="text/html")
 
     return app
+
+
+async def _body(request: Request, limit: int, what: str) -> bytes:
+    """A request's body, refused (``upload-too-large``) as soon as it is seen to pass ``limit`` bytes."""
+    too_large = ServiceError("upload-too-large", f"{what} is more than the {limit} bytes this server takes "
+                             "(--max-upload-mb)", 413)
+    if int(request.headers.get("content-length") or 0) > limit:
+        raise too_large
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise too_large
+    return bytes(body)
 
 
 def _error(status: int, error_id: str, message: str) -> JSONResponse:

@@ -27,7 +27,7 @@ import shutil
 import threading
 import traceback
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from regrade import api
 from regrade.audit.controls import PACK, load_pack, select_controls
@@ -58,6 +58,32 @@ def job_report(job: Job) -> Path:
 
 class JobCancelled(Exception):
     """Raised between cases when the job's cancel was asked."""
+
+
+class JobProgress:
+    """A job's progress as its cases are graded: ``done`` of ``total`` stored as each finishes
+    (``record`` is an ``on_record`` hook, ``control`` an ``on_control`` one), how many came from
+    the results cache, and a cancel honoured between cases (:class:`JobCancelled`)."""
+
+    def __init__(self, store: Store, job_id: str, total: int = 0):
+        self.store, self.job_id = store, job_id
+        self.done = self.cached = 0
+        self.start(total)
+
+    def start(self, total: int) -> None:
+        """The job's total once known (a run loaded, a pack selected)."""
+        self.total = total
+        self.store.progress(self.job_id, 0, total)
+
+    def record(self, index: int, record: object, cached: bool) -> None:
+        self.done += 1
+        self.cached += cached
+        self.store.progress(self.job_id, self.done, max(self.total, self.done))
+        if self.store.cancel_requested(self.job_id):
+            raise JobCancelled()
+
+    def control(self, control: object) -> None:
+        self.record(self.done, control, False)
 
 
 class Runner:
@@ -117,25 +143,13 @@ class Runner:
         results.parent.mkdir(parents=True, exist_ok=True)
         return results, report_path(self.data, job.id)
 
-    def _counter(self, job: Job, total: int = 0) -> Callable[..., None]:
-        """An ``on_record`` (or ``on_control``) hook: progress stored, a cancel honoured between cases."""
-        counted = {"done": 0}
-        self.store.progress(job.id, 0, total)
-
-        def count(*_: object) -> None:
-            counted["done"] += 1
-            self.store.progress(job.id, counted["done"], max(total, counted["done"]))
-            if self.store.cancel_requested(job.id):
-                raise JobCancelled()
-        return count
-
     def score_slice(self, job: Job) -> tuple[Path, Path | None]:
         """A run over a refusal-slice pack (``api.score_slice``): its results file and report."""
         request: dict[str, Any] = job.request
         results, report = self._files(job)
         scored = api.score_slice(request["pack"], request["conditions"], request.get("key"),
                                  request.get("expect_digest"), self.workers, request.get("engines"),
-                                 self.data / "cache", output=results, on_record=self._counter(job),
+                                 self.data / "cache", output=results, on_record=JobProgress(self.store, job.id).record,
                                  command={"command": "serve", "job": job.id})
         for note in scored.notes:
             self.store.log(job.id, note)
@@ -158,7 +172,8 @@ class Runner:
         pack = load_pack(folder, request.get("expect_digest"))
         selected = select_controls(pack, tuple(request.get("tasks") or ()))
         audit = api.audit_grader(request["grader"], selected, workers=self.workers, executor=self.executor,
-                                 scheduler=self.scheduler, on_control=self._counter(job, len(selected.controls)))
+                                 scheduler=self.scheduler,
+                                 on_control=JobProgress(self.store, job.id, len(selected.controls)).control)
         results.write_text(json.dumps(audit.as_json(), indent=2, default=str))
         self.store.log(job.id, f"{request['grader']}: " + json.dumps(audit.overall(), default=str))
         return results, None
@@ -166,33 +181,25 @@ class Runner:
     def rescore(self, job: Job) -> tuple[Path, Path]:
         request: dict[str, Any] = job.request
         results, report = self._files(job)
-        counted = {"done": 0, "total": 0, "cached": 0}
+        progress = JobProgress(self.store, job.id)
 
         def loaded(run: LoadedRun) -> None:
-            counted["total"] = len(run.cases)
-            self.store.progress(job.id, 0, counted["total"])
-            self.store.log(job.id, f"{counted['total']} cases in {len(run.inventories)} conditions")
-
-        def record(index: int, _record: object, cached: bool) -> None:
-            counted["done"] += 1
-            counted["cached"] += cached
-            self.store.progress(job.id, counted["done"], counted["total"])
-            if self.store.cancel_requested(job.id):
-                raise JobCancelled()
+            progress.start(len(run.cases))
+            self.store.log(job.id, f"{progress.total} cases in {len(run.inventories)} conditions")
 
         made = api.rescore(request["dataset"], request["conditions"], engines=request.get("engines"),
-                           workers=self.workers, output=results, cache=request.get("cache", True) is not False,
+                           workers=self.workers, output=results, cache=bool(request.get("cache", True)),
                            cache_dir=self.data / "cache",
                            allow_missing=bool(request.get("allow_missing")),
                            tasks_with_outputs=bool(request.get("tasks_with_outputs")),
                            stack=request.get("stack") or "default", executor=self.executor,
-                           scheduler=self.scheduler, on_loaded=loaded, on_record=record,
+                           scheduler=self.scheduler, on_loaded=loaded, on_record=progress.record,
                            command={"command": "serve", "job": job.id}, warm=self.pool)
-        if len(made.cases) != counted["total"]:
-            raise RuntimeError(f"the results file holds {len(made.cases)} of the run's {counted['total']} cases")
+        if len(made.cases) != progress.total:
+            raise RuntimeError(f"the results file holds {len(made.cases)} of the run's {progress.total} cases")
         conditions = sorted({r.condition for r in made.cases})
         self.store.add_results(job.id, results, job.id, len(made.cases), conditions,
                                made.provenance.model_dump() if made.provenance else None)
-        self.store.log(job.id, f"{counted['cached']} of {counted['total']} cases from the results cache (or an "
+        self.store.log(job.id, f"{progress.cached} of {progress.total} cases from the results cache (or an "
                                "identical output graded in this run); " + str(made.summary.get("headline", "")))
         return results, report

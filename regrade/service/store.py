@@ -194,13 +194,17 @@ class Store:
                        json.dumps(provenance or {}, sort_keys=True, default=str)))
 
     def results(self) -> list[dict[str, Any]]:
-        return [{"id": r["id"], "path": r["path"], "job_id": r["job_id"], "created": r["created"], "cases": r["cases"],
-                 "conditions": json.loads(r["conditions"]), "provenance": json.loads(r["provenance"])}
-                for r in self._execute("SELECT * FROM results ORDER BY created DESC, rowid DESC")]
+        """Every results file, newest first: id, path, job_id, created, cases, conditions, provenance."""
+        return [_results(r) for r in self._execute("SELECT * FROM results ORDER BY created DESC, rowid DESC")]
+
+    def result(self, results_id: str) -> dict[str, Any] | None:
+        """One results file's entry (as :meth:`results` gives it), or None."""
+        rows = self._execute("SELECT * FROM results WHERE id = ?", (results_id,))
+        return _results(rows[0]) if rows else None
 
     def results_path(self, results_id: str) -> Path | None:
-        rows = self._execute("SELECT path FROM results WHERE id = ?", (results_id,))
-        return Path(rows[0]["path"]) if rows else None
+        found = self.result(results_id)
+        return Path(found["path"]) if found else None
 
     def add_upload(self, upload_id: str, path: Path, size: int, files: int) -> None:
         self._execute("INSERT INTO uploads VALUES (?, ?, ?, ?, ?)", (upload_id, str(path), now(), size, files))
@@ -208,6 +212,11 @@ class Store:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def _results(row: sqlite3.Row) -> dict[str, Any]:
+    return {"id": row["id"], "path": row["path"], "job_id": row["job_id"], "created": row["created"],
+            "cases": row["cases"], "conditions": json.loads(row["conditions"]), "provenance": json.loads(row["provenance"])}
 
 
 def _job(row: sqlite3.Row) -> Job:
