@@ -55,6 +55,7 @@ class Server:
                 if self.process.poll() is not None:
                     raise RuntimeError(f"the server exited: {self.process.stdout.read().decode()}")
                 time.sleep(0.2)
+        self.stop()  # never left running by a test that could not use it
         raise RuntimeError("the server did not answer within 60 s")
 
     def client(self) -> Client:
@@ -226,15 +227,18 @@ def test_the_served_openapi_document_is_the_one_in_docs(server):
 def test_a_server_killed_mid_job_resumes_it_at_the_next_start_with_every_case_once(tmp_path):
     require_engines("ironcalc", "libreoffice", "formulon")
     first = Server(tmp_path / "data", DEMO).start()
-    client = first.client()
-    job = client.submit(demo_request(engines=("ironcalc", "libreoffice", "formulon")))
-    deadline = time.monotonic() + 120
-    while (state := client.json("GET", f"/api/jobs/{job['id']}"))["done"] < 5 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert state["state"] == "running" and 5 <= state["done"] < 45, state
-    first.stop(signal.SIGKILL)
-    second = Server(tmp_path / "data", DEMO, first.port).start()
+    try:  # a failed check here must not leave the server running
+        client = first.client()
+        job = client.submit(demo_request(engines=("ironcalc", "libreoffice", "formulon")))
+        deadline = time.monotonic() + 120
+        while (state := client.json("GET", f"/api/jobs/{job['id']}"))["done"] < 5 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert state["state"] == "running" and 5 <= state["done"] < 45, state
+    finally:
+        first.stop(signal.SIGKILL)
+    second = Server(tmp_path / "data", DEMO, first.port)
     try:
+        second.start()
         finished = second.client().wait(job["id"])
         assert (finished["state"], finished["done"], finished["total"], finished["runs"]) == ("done", 45, 45, 2)
         keys = [(r["condition"], r["task_id"], r["case"]) for r in comparable(second.client().results(job["id"]))]

@@ -146,7 +146,8 @@ def create_app(data: Path, roots: list[Path], workers: int = 1, limits: UploadLi
             store.close()
 
     app = FastAPI(title="regrade", version=regrade_version(), openapi_url="/api/openapi.json", docs_url=None,
-                  redoc_url=None, description=__doc__, lifespan=lifespan)
+                  redoc_url=None, description=__doc__, lifespan=lifespan,
+                  redirect_slashes=False)  # a path that names no route is a 404, never another route's answer
     app.state.store, app.state.runner = store, runner
 
     def token_of(request: Request) -> str:

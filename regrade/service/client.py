@@ -36,6 +36,9 @@ class Client:
             raise _server_error(exc) from None
         except urllib.error.URLError as exc:
             raise ServerError("unreachable", f"no regrade server at {self.server}: {exc.reason}") from None
+        except ConnectionError as exc:  # reset or closed before it answered: a server starting or stopping
+            raise ServerError("unreachable", f"the regrade server at {self.server} dropped the connection: "
+                              f"{exc}") from None
 
     def json(self, method: str, path: str, payload: Any = None) -> Any:
         body = None if payload is None else json.dumps(payload).encode()
