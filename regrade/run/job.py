@@ -13,6 +13,7 @@ import functools
 
 from regrade.engines.base import Engine
 from regrade.engines.registry import open_engine
+from regrade.engines.shared_work import SharingEngine
 from regrade.grading.policies import get_policy
 from regrade.grading.rescore import CaseResult, EnginesStarting, rescore_case
 from regrade.grading.verdicts import UNEVALUABLE
@@ -53,7 +54,8 @@ def open_worker_engines(settings: RescoreSettings) -> None:
     _WORKER["settings"] = settings
     _WORKER["policy"] = get_policy(settings.policy)
     _WORKER["shallow"] = open_engine(settings.shallow, settings.timeout_s, as_grader=True, bridge_work=settings.bridge_work)
-    _WORKER["fulls"] = [open_engine(name, settings.timeout_s, bridge_work=settings.bridge_work) for name in settings.engines]
+    _WORKER["fulls"] = [SharingEngine(open_engine(name, settings.timeout_s, bridge_work=settings.bridge_work))
+                        for name in settings.engines]  # evaluations that differ only in formula caches done once
     for engine in [_WORKER["shallow"], *_WORKER["fulls"]]:  # each in a process of its own: they start together
         engine.start_in_background()
 
@@ -72,10 +74,12 @@ ENGINE_WORK = "_engine_work"  # a grading's private field: the engines' CPU for 
 
 
 def engine_work() -> dict[str, dict[str, float]]:
-    """This worker's engines' CPU so far, by engine: on workbooks (``cpu_s``) and starting (``start_cpu_s``)."""
+    """This worker's engines' CPU so far, by engine: on workbooks (``cpu_s``) and starting
+    (``start_cpu_s``); and the evaluations answered from shared work (``shared``,
+    :mod:`regrade.engines.shared_work`)."""
     engines = [_WORKER["shallow"], *_WORKER["fulls"]] if "shallow" in _WORKER else []
-    return {e.name: {"cpu_s": getattr(e, "cpu_s", 0.0), "start_cpu_s": getattr(e, "start_cpu_s", 0.0)}
-            for e in engines}
+    return {e.name: {"cpu_s": getattr(e, "cpu_s", 0.0), "start_cpu_s": getattr(e, "start_cpu_s", 0.0),
+                     "shared": float(getattr(e, "shared", 0))} for e in engines}
 
 
 def _work_since(before: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:

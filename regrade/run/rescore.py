@@ -135,6 +135,7 @@ class EngineWork:
 
     cpu_s: dict[str, float] = field(default_factory=dict)
     start_cpu_s: dict[str, float] = field(default_factory=dict)
+    shared: dict[str, int] = field(default_factory=dict)  # evaluations answered from shared work, by engine
     wall_s: float | None = None
     workers: int = 1
 
@@ -142,6 +143,8 @@ class EngineWork:
         for name, figures in spent.items():
             self.cpu_s[name] = self.cpu_s.get(name, 0.0) + figures.get("cpu_s", 0.0)
             self.start_cpu_s[name] = self.start_cpu_s.get(name, 0.0) + figures.get("start_cpu_s", 0.0)
+            if figures.get("shared"):
+                self.shared[name] = self.shared.get(name, 0) + round(figures["shared"])
 
     @property
     def floor_s(self) -> float:
@@ -150,6 +153,7 @@ class EngineWork:
     def as_json(self) -> dict:
         return {"engine_cpu_s": {k: round(v, 3) for k, v in sorted(self.cpu_s.items())},
                 "engine_start_cpu_s": {k: round(v, 3) for k, v in sorted(self.start_cpu_s.items())},
+                "shared_evaluations": dict(sorted(self.shared.items())),
                 "workers": self.workers, "floor_s": round(self.floor_s, 3),
                 "wall_s": None if self.wall_s is None else round(self.wall_s, 3),
                 "wall_over_floor": round(self.wall_s / self.floor_s, 2) if self.wall_s and self.floor_s else None}
