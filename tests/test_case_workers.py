@@ -76,7 +76,8 @@ def test_every_run_records_the_engines_own_work_and_its_floor_and_no_record_carr
                        cache_dir=tmp_path / "cache")
     work = cold.provenance.model_extra["engine_work"]
     assert work["engine_cpu_s"]["ironcalc"] > 0 and work["workers"] == 2 and work["wall_s"] > 0
-    spent = sum(work["engine_cpu_s"].values()) + sum(work["engine_start_cpu_s"].values())
+    assert work["golden_reading_cpu_s"] > 0  # the goldens' values, which any grader reads, are in the floor too
+    spent = sum(work["engine_cpu_s"].values()) + sum(work["engine_start_cpu_s"].values()) + work["golden_reading_cpu_s"]
     assert work["floor_s"] == pytest.approx(spent / 2, abs=0.002)
     assert all("_engine_work" not in line for line in (tmp_path / "cold.jsonl").read_text().splitlines())
     again = api.rescore(DEMO / "dataset", conditions, engines=["ironcalc"], workers=2, output=tmp_path / "warm.jsonl",

@@ -26,6 +26,12 @@ from regrade.grading.policies import KnownExtent, SpreadsheetBenchPolicy, get_po
         (dt.time(12, 30), dt.time(12, 30, 59), True),  # str()[:-3]: "12:30:00" -> "12:30", "12:30:59" -> "12:30"
         (dt.time(12, 30), dt.time(12, 31), False),  # "12:30" vs "12:31"
         (ExcelError("#N/A"), "#N/A", True),  # a cached error reads as its code text
+        ("nan", "nan", False),  # the same text, but it reads as the number NaN, which equals nothing
+        ("NaN", "nan", False),
+        ("abc", "abc", True),
+        (2.675, 2.675, True),
+        (False, False, True),
+        (False, 0, True),  # both round to 0.0
     ],
 )
 def test_value_rules(golden, output, equal):

@@ -6,12 +6,16 @@ and formula, so a change of openpyxl's internals fails here, not in a verdict.""
 
 from __future__ import annotations
 
+import zipfile
 from pathlib import Path
 
 import openpyxl
 import pytest
+from openpyxl.reader.strings import read_string_table as openpyxl_string_table
 
-from regrade.workbook.openpyxl_reading import MAX_NAMED_STYLES, formula_cells_of, load_formula_book, read_book, read_box
+from regrade.workbook.openpyxl_reading import (
+    MAX_NAMED_STYLES, formula_cells_of, load_formula_book, read_book, read_box, read_string_table,
+)
 from tests.conftest import SHARED, SHARED_ABSENT
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,6 +34,10 @@ def public_reading(path: Path, data_only: bool) -> dict[str, dict[tuple[int, int
 
 
 def same_as_openpyxl(path: Path) -> None:
+    with zipfile.ZipFile(path) as archive:
+        if "xl/sharedStrings.xml" in archive.namelist():
+            with archive.open("xl/sharedStrings.xml") as mine, archive.open("xl/sharedStrings.xml") as theirs:
+                assert read_string_table(mine) == openpyxl_string_table(theirs)
     values, formulas = public_reading(path, True), public_reading(path, False)
     lean = read_book(path, data_only=True)
     assert {ws.title: {(c.row, c.column): (c.value, c.number_format) for row in ws.iter_rows() for c in row

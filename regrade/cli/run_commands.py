@@ -173,7 +173,8 @@ def rescore_command(dataset, conditions, harbor_jobs, runs_dir, allow_missing, t
     work = getattr(results.provenance, "engine_work", None)
     if debugging() and work:
         click.echo(f"debug: the engines' own CPU {sum(work['engine_cpu_s'].values()):.1f} s on workbooks and "
-                   f"{sum(work['engine_start_cpu_s'].values()):.1f} s starting ({work['engine_cpu_s']}), over "
+                   f"{sum(work['engine_start_cpu_s'].values()):.1f} s starting ({work['engine_cpu_s']}), the "
+                   f"goldens' reading {work.get('golden_reading_cpu_s', 0.0):.1f} s, over "
                    f"{work['workers']} workers: floor {work['floor_s']:.1f} s, wall {work['wall_s']:.1f} s "
                    f"({work['wall_over_floor']}x the floor); evaluations answered from shared work: "
                    f"{work.get('shared_evaluations') or 'none'}", err=True)

@@ -72,7 +72,7 @@ class CachedEngine(EngineBase):
         return result
 
 
-def read_cells(path: Path, cells: Sequence[CellRef], formulas: bool = False
+def read_cells(path: Path, cells: Sequence[CellRef], formulas: bool = False, book: openpyxl.Workbook | None = None
                ) -> tuple[list[str], dict[CellRef, tuple], dict[CellRef, object]]:
     """The sheet names; (cached value, number format) of each requested cell on a sheet the
     file has; and, with ``formulas``, the formula of each requested cell that holds one.
@@ -85,8 +85,11 @@ def read_cells(path: Path, cells: Sequence[CellRef], formulas: bool = False
     requested box, as ``iter_rows`` does: on a large sheet several times faster than loading
     the whole workbook. A formula openpyxl cannot read fails the reading, as its own formula
     reading would, only after the values were read (whose failure comes first) and only
-    with ``formulas``."""
-    book = read_book(path, data_only=True, read_only=True)
+    with ``formulas``. ``book``: the file already opened so (``read_book(path, data_only=True,
+    read_only=True)``), read again and left open."""
+    opened = book is None
+    if book is None:
+        book = read_book(path, data_only=True, read_only=True)
     try:
         names = list(book.sheetnames)
         wanted: dict[str, list[CellRef]] = {}
@@ -105,7 +108,8 @@ def read_cells(path: Path, cells: Sequence[CellRef], formulas: bool = False
                     found_formulas[ref] = formula_of[key]
         return names, values, found_formulas
     finally:
-        book.close()
+        if opened:
+            book.close()
 
 
 class CachedAreas:

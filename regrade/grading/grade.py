@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import re
+import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,6 +83,7 @@ class Golden:
     _cells: dict[CellRef, tuple[CellResult, str]] = field(default_factory=dict)  # value, number format
     _sizes: dict[str, tuple[int, int]] | None = None
     _formula_book: openpyxl.Workbook | None = None
+    _values_book: openpyxl.Workbook | None = None  # the read-only book load_golden opened, read again for values
     _graph: FormulaGraph | None = None
     _formula_cells: dict[str, set[tuple[int, int]]] | None = None
 
@@ -100,13 +102,13 @@ class Golden:
         missing = [ref for ref in refs if ref not in self._cells and ref.sheet in self.sheet_names]
         if not missing:
             return
-        with _reading(self.path):
-            self._cells.update(read_cells(self.path, missing)[1])
+        with _reading(self.path, counted=True):
+            self._cells.update(read_cells(self.path, missing, book=self._values_book)[1])
 
     def size(self, sheet: str) -> tuple[int, int]:
         """The sheet's last row and column as openpyxl's full load counts them."""
         if self._sizes is None:
-            with _reading(self.path):
+            with _reading(self.path, counted=True):
                 book = read_book(self.path, data_only=True)
             self._sizes = {ws.title: (ws.max_row, ws.max_column) for ws in book.worksheets}
         return self._sizes[sheet]
@@ -232,17 +234,27 @@ def load_golden(path: Path) -> Golden:
 
 @functools.lru_cache(maxsize=4)
 def _load_golden(path: Path, mtime_ns: int, size: int) -> Golden:
-    with _reading(path):
+    with _reading(path, counted=True):
         book = read_book(path, data_only=True, read_only=True)
         names = list(book.sheetnames)
-        book.close()
-    return Golden(path, names)
+    return Golden(path, names, _values_book=book)  # kept open: its values are read next, and its strings parsed once
+
+
+_VALUE_READING = {"cpu_s": 0.0}
+
+
+def golden_reading_cpu_s() -> float:
+    """The CPU seconds this process has spent reading goldens' sheet names, sizes and values:
+    what any grader reading them needs (a run's floor counts it, :class:`regrade.run.rescore.EngineWork`)."""
+    return _VALUE_READING["cpu_s"]
 
 
 @contextlib.contextmanager
-def _reading(path: Path) -> Iterator[None]:
+def _reading(path: Path, counted: bool = False) -> Iterator[None]:
     """openpyxl reading the golden: its warnings silenced, any error it raises on a broken file
-    a GoldenError (running out of memory is a limit, not a broken file: it goes on up)."""
+    a GoldenError (running out of memory is a limit, not a broken file: it goes on up).
+    ``counted``: a reading of values any grader needs, its CPU added to :func:`golden_reading_cpu_s`."""
+    started = time.process_time()
     try:
         with warnings.catch_warnings():  # openpyxl warns about every extension it drops
             warnings.simplefilter("ignore")
@@ -251,6 +263,9 @@ def _reading(path: Path) -> Iterator[None]:
         raise
     except Exception as exc:  # openpyxl raises many kinds on a broken file
         raise GoldenError(f"golden file {path} cannot be read: {exc}") from exc
+    finally:
+        if counted:
+            _VALUE_READING["cpu_s"] += time.process_time() - started
 
 
 class _GoldenSheet:

@@ -14,6 +14,7 @@ import functools
 from regrade.engines.base import Engine
 from regrade.engines.registry import open_engine
 from regrade.engines.shared_work import SharingEngine
+from regrade.grading.grade import golden_reading_cpu_s
 from regrade.grading.policies import get_policy
 from regrade.grading.rescore import CaseResult, EnginesStarting, rescore_case
 from regrade.grading.verdicts import UNEVALUABLE
@@ -70,16 +71,19 @@ def close_worker_engines(force: bool = False) -> None:
     _WORKER.clear()
 
 
+GOLDEN_READING = "golden-reading"  # in engine_work(): regrade's own reading of goldens, which any grader needs
 ENGINE_WORK = "_engine_work"  # a grading's private field: the engines' CPU for the case, taken out before it is kept
 
 
 def engine_work() -> dict[str, dict[str, float]]:
     """This worker's engines' CPU so far, by engine: on workbooks (``cpu_s``) and starting
-    (``start_cpu_s``); and the evaluations answered from shared work (``shared``,
-    :mod:`regrade.engines.shared_work`)."""
+    (``start_cpu_s``); the evaluations answered from shared work (``shared``,
+    :mod:`regrade.engines.shared_work`); and, under :data:`GOLDEN_READING`, the CPU this
+    process spent reading goldens' values."""
     engines = [_WORKER["shallow"], *_WORKER["fulls"]] if "shallow" in _WORKER else []
-    return {e.name: {"cpu_s": getattr(e, "cpu_s", 0.0), "start_cpu_s": getattr(e, "start_cpu_s", 0.0),
+    work = {e.name: {"cpu_s": getattr(e, "cpu_s", 0.0), "start_cpu_s": getattr(e, "start_cpu_s", 0.0),
                      "shared": float(getattr(e, "shared", 0))} for e in engines}
+    return {**work, GOLDEN_READING: {"cpu_s": golden_reading_cpu_s()}}  # this process's reading of goldens
 
 
 def _work_since(before: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:

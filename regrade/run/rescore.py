@@ -25,8 +25,8 @@ from regrade.results.provenance import provenance
 from regrade.results.records import CaseRecord
 from regrade.run.cache import ResultCache, cache_key, code_versions, engine_versions
 from regrade.run.job import (
-    ENGINE_WORK, INTERNAL_ERROR, close_worker_engines, crashed_grading, grade, grade_or_later, open_worker_engines, preload_engines,
-    rescoring_job,
+    ENGINE_WORK, GOLDEN_READING, INTERNAL_ERROR, close_worker_engines, crashed_grading, grade, grade_or_later,
+    open_worker_engines, preload_engines, rescoring_job,
 )
 from regrade.run.pool import WarmPool, grade_in_workers
 from regrade.run.settings import RescoreSettings
@@ -129,18 +129,24 @@ def rescore_run(
 
 @dataclass
 class EngineWork:
-    """The engines' own CPU a run cost, by engine: on workbooks and starting, and the run's
-    wall time. ``floor_s`` is what no run on ``workers`` workers can go below: that CPU divided
-    among them (regrade's own reading and grading come on top)."""
+    """The engines' own CPU a run cost, by engine: on workbooks and starting; the case workers'
+    reading of the goldens' values; and the run's wall time. ``floor_s`` is what no run on
+    ``workers`` workers can go below: that CPU (the engines' work, with the value-only reading
+    of the outputs among it, and the goldens' reading: what any grader of these files needs)
+    divided among them. regrade's own analysis and grading come on top."""
 
     cpu_s: dict[str, float] = field(default_factory=dict)
     start_cpu_s: dict[str, float] = field(default_factory=dict)
     shared: dict[str, int] = field(default_factory=dict)  # evaluations answered from shared work, by engine
+    golden_reading_cpu_s: float = 0.0  # the case workers' reading of goldens' values, which any grader needs
     wall_s: float | None = None
     workers: int = 1
 
     def add(self, spent: dict[str, dict[str, float]]) -> None:
         for name, figures in spent.items():
+            if name == GOLDEN_READING:
+                self.golden_reading_cpu_s += figures.get("cpu_s", 0.0)
+                continue
             self.cpu_s[name] = self.cpu_s.get(name, 0.0) + figures.get("cpu_s", 0.0)
             self.start_cpu_s[name] = self.start_cpu_s.get(name, 0.0) + figures.get("start_cpu_s", 0.0)
             if figures.get("shared"):
@@ -148,11 +154,13 @@ class EngineWork:
 
     @property
     def floor_s(self) -> float:
-        return (sum(self.cpu_s.values()) + sum(self.start_cpu_s.values())) / max(self.workers, 1)
+        spent = sum(self.cpu_s.values()) + sum(self.start_cpu_s.values()) + self.golden_reading_cpu_s
+        return spent / max(self.workers, 1)
 
     def as_json(self) -> dict:
         return {"engine_cpu_s": {k: round(v, 3) for k, v in sorted(self.cpu_s.items())},
                 "engine_start_cpu_s": {k: round(v, 3) for k, v in sorted(self.start_cpu_s.items())},
+                "golden_reading_cpu_s": round(self.golden_reading_cpu_s, 3),
                 "shared_evaluations": dict(sorted(self.shared.items())),
                 "workers": self.workers, "floor_s": round(self.floor_s, 3),
                 "wall_s": None if self.wall_s is None else round(self.wall_s, 3),
