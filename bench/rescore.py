@@ -14,7 +14,9 @@ ways, side by side:
 (d) an empty results cache with the engines already warm: in one process, ``regrade.rescore``
     over the same files with a :class:`regrade.run.pool.WarmPool` of case workers that an
     earlier run (over another empty cache) left open, as ``regrade serve`` keeps them; only
-    the second run is timed.
+    the second run is timed. openpyxl parses with the C parser there, as in every process of
+    the ``regrade`` command (``regrade/xml_parser.py``; before 2026-12-06 this line ran with
+    defusedxml's pure-Python one, a third slower).
 
 With ``--floor``, ``bench/engine_floor.py`` measures the engines' own work on the same files
 (their CPU and starts, divided among the workers): ``floor_s``, and each wall's ratio to it.
@@ -164,7 +166,8 @@ def main() -> None:
         records = [json.loads(line) for line in (scratch / "cold.jsonl").read_text().splitlines()[1:]]
         warm = [json.loads(line) for line in (scratch / "warm.jsonl").read_text().splitlines()[1:]]
         child = subprocess.run([sys.executable, __file__, "--workers", str(args.workers), "--warm-engines-child",
-                                str(manifest), str(scratch)], capture_output=True, text=True, cwd=ROOT)
+                                str(manifest), str(scratch)], capture_output=True, text=True, cwd=ROOT,
+                               env={**os.environ, "OPENPYXL_DEFUSEDXML": "False"})  # the C parser, as the command has
         if child.returncode != 0:
             sys.exit(f"the warm-engines run failed: {child.stderr[-2000:]}")
         d_wall = json.loads(child.stdout.strip().splitlines()[-1])["seconds"]

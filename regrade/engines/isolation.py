@@ -21,6 +21,7 @@ longer exist (:func:`remove_stale_scratch`).
 from __future__ import annotations
 
 import faulthandler
+import gc
 import glob
 import multiprocessing
 import os
@@ -281,6 +282,7 @@ def _serve(engine: Engine, memory_mb: int | None, reserved_mb: int, connection: 
     """The worker: evaluate each workbook sent until the parent goes away. Its temporary
     files go to ``scratch``, which the parent removes however the worker ends."""
     parents_end.close()  # so that the parent's death reads as the end of the requests
+    gc.freeze()  # what it inherited is never collected here: no collection walks (and copies) those pages
     die_with_parent()  # even inside the engine's native code, where no orphan check runs
     tempfile.tempdir = scratch
     signal.signal(signal.SIGTERM, lambda signum, frame: _leave(engine))
