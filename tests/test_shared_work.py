@@ -89,3 +89,13 @@ def test_a_file_that_is_no_zip_has_no_key(tmp_path):
     broken = tmp_path / "broken.xlsx"
     broken.write_bytes(b"not a zip")
     assert computation_key(broken) is None
+
+
+def test_a_file_written_again_at_the_same_path_gets_its_new_key(controls, tmp_path):
+    from regrade.engines.shared_work import file_computation_key
+
+    path = tmp_path / "output.xlsx"
+    path.write_bytes(controls["golden"].read_bytes())
+    assert file_computation_key(path) == computation_key(controls["golden"])
+    path.write_bytes(controls["stale-cache"].read_bytes())  # the same path, another formula
+    assert file_computation_key(path) == computation_key(controls["stale-cache"]) != computation_key(controls["golden"])

@@ -76,6 +76,24 @@ def _without_formula_caches(data: bytes) -> bytes:
     return cell_xml.apply(xml, stripped).encode("utf-8")
 
 
+_LAST_KEY: dict[tuple, str | None] = {}  # the last file's key by its stat: a case's engines ask one after another
+
+
+def file_computation_key(path: Path) -> str | None:
+    """:func:`computation_key` of ``path``, worked out once for the engines of a case that ask
+    for the same file one after another: the last file's key is kept by its path, inode, size
+    and modification and change times (a file written again gets another key)."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    signature = (str(path), stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+    if signature not in _LAST_KEY:
+        _LAST_KEY.clear()
+        _LAST_KEY[signature] = computation_key(path)
+    return _LAST_KEY[signature]
+
+
 class SharingEngine:
     """An engine whose evaluations are remembered by :func:`computation_key` and the cells
     asked for (a few, in this process); ``shared`` counts those answered from memory."""
@@ -86,7 +104,7 @@ class SharingEngine:
         self._remembered: OrderedDict[tuple[str, tuple[CellRef, ...]], bytes] = OrderedDict()
 
     def evaluate(self, path: Path, cells: Sequence[CellRef]) -> WorkbookValues:
-        content = computation_key(path)
+        content = file_computation_key(path)
         if content is None:
             return self.engine.evaluate(path, cells)
         key = (content, tuple(cells))
