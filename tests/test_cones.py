@@ -103,6 +103,34 @@ def test_references_to_other_workbooks_make_the_cone_external():
     assert not graph.cone([("Sheet", 3, 1)]).external
 
 
+
+def test_external_cells_are_those_whose_own_cone_reads_another_workbook():
+    """One walk for many cells gives, cell by cell, what each cell's own cone says: through
+    chains, a cycle, whole columns, defined names and other sheets."""
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet["A1"] = "=VLOOKUP(B1,'[1]Order Data'!$A:$B,2,FALSE)"  # reads another workbook itself
+    sheet["A2"] = "=A1*2"  # through A1
+    sheet["A3"] = "=A2+1"  # through A2 and A1
+    sheet["A4"] = "=B1*2"  # reads a constant only
+    sheet["C1"], sheet["C2"] = "=C2+A4", "=C1+1"  # a cycle that reads nothing external
+    sheet["D1"], sheet["D2"] = "=D2+A3", "=D1+1"  # a cycle that does
+    sheet["E1"] = "=SUM(A:A)"  # a whole column holding A1
+    sheet["E2"] = "=SUM(C:C)"  # a whole column of the clean cycle
+    sheet["F1"] = "=Linked*2"
+    book.defined_names["Linked"] = DefinedName("Linked", attr_text="Other!$A$1")
+    other = book.create_sheet("Other")
+    other["A1"] = "=Sheet!A2+1"
+    other["B1"] = "=Sheet!E2"
+    graph = graph_of(book)
+    cells = sorted(graph.formulas) + [("Sheet", 9, 9)]  # and a cell that holds no formula
+    expected = {cell for cell in cells if graph.cone([cell]).external}
+    assert expected == {("Sheet", 1, 1), ("Sheet", 2, 1), ("Sheet", 3, 1), ("Sheet", 1, 4), ("Sheet", 2, 4),
+                        ("Sheet", 1, 5), ("Sheet", 1, 6), ("Other", 1, 1)}  # read off by hand
+    assert graph.external_cells(cells) == expected
+    assert graph.external_cells([("Sheet", 2, 1), ("Sheet", 4, 1)]) == {("Sheet", 2, 1)}
+    assert graph.external_cells([]) == set()
+
 def test_dependency_levels_order_cells_after_those_they_read_even_through_other_formulas():
     book = openpyxl.Workbook()
     sheet = book.active

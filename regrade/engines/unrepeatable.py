@@ -84,19 +84,20 @@ def shared_abstentions(analysis: WorkbookAnalysis, cells: Sequence[CellRef]) -> 
     over_empty = _ApproximateOverEmpty(graph) if look.approximate else None
     # one walk over the cones of all the cells first: a check that finds nothing there finds
     # nothing in any one cone, and the walks cell by cell (cones overlap) are left out
-    together = graph.cells_in_cone([CellRef(s, ref.row, ref.column) for ref in cells
-                                    if (s := resolve_sheet(ref.sheet, graph.sheets)) is not None])
+    placed = [CellRef(s, ref.row, ref.column) for ref in cells if (s := resolve_sheet(ref.sheet, graph.sheets)) is not None]
+    together = graph.cells_in_cone(placed)
     dated = dated if dated is not None and dated.read_by(together) else None
     intersected = intersected if intersected is not None and intersected.read_by(together) else None
     over_empty = over_empty if over_empty is not None and over_empty.read_by(together) else None
     if not (look.external or dated or intersected or over_empty):
         return found
+    external = graph.external_cells(placed) if look.external else set()
     for ref in cells:
         sheet = resolve_sheet(ref.sheet, graph.sheets)
         if sheet is None:
             continue
         cell = CellRef(sheet, ref.row, ref.column)
-        if look.external and graph.cone([cell]).external:
+        if cell in external:
             found[ref] = abstention("external-link")
             continue
         if not (dated or intersected or over_empty):
