@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Sequence
 
 from regrade.engines.base import Engine
+from regrade.engines.together import evaluate_together
 from regrade.values import CellRef, CellResult, WorkbookValues
 from regrade.workbook.screening import screen
 from regrade.grading.policies import Policy, TargetError
@@ -108,7 +109,7 @@ def _graded(case: Case, policy: Policy, shallow: Engine, fulls: Sequence[Engine]
     else:
         if defer and _starting(fulls):
             raise EnginesStarting(case.task_id)
-        values = {e.name: e.evaluate(computed, computable) for e in fulls}
+        values = evaluate_together(fulls, computed, computable)  # their workers at once
         departures = {}
         if check_golden:  # an output that is a copy of the golden: its values are the golden's
             same = filecmp.cmp(computed, golden.path, shallow=False)
