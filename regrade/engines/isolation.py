@@ -40,7 +40,6 @@ from typing import Sequence
 from regrade.processes.cpu_time import process_tree_cpu_seconds, wall_backstop_s
 from regrade.processes.supervisor import ORPHAN_CHECK_S, die_with_parent, end_processes
 from regrade.engines.base import Engine
-from regrade.engines.together import PendingEvaluation
 from regrade.values import CellRef, WorkbookFailure, WorkbookValues, packed_cells, unpacked_cells
 
 WORKBOOKS_PER_WORKER = 100
@@ -109,25 +108,11 @@ class IsolatedEngine:
             self._preloaded = True
 
     def evaluate(self, path: Path, cells: Sequence[CellRef]) -> WorkbookValues:
-        pending = self.begin(path, cells)
-        return pending.finish(pending.answer())
-
-    def begin(self, path: Path, cells: Sequence[CellRef]) -> PendingEvaluation:
-        """The workbook's evaluation in steps (:mod:`regrade.engines.together`): the worker made
-        ready here, which may start one; its answer awaited in any thread; a crash or memory limit
-        in a worker that had served other workbooks tried again at the finish, in a fresh one, so
-        the verdict is the workbook's own."""
-        cells = list(cells)
-        fresh = self._worker is None or self._served == 0
-
-        def finish(values: WorkbookValues) -> WorkbookValues:
-            if not fresh and values.failure is not None and values.failure.reason in _FRESH_START_FAULTS:
-                return self._evaluate_once(path, cells)
-            return values
-
-        if (failure := self._ready_worker()) is not None:
-            return PendingEvaluation(lambda: WorkbookValues(failure=failure), finish)
-        return PendingEvaluation(lambda: self._exchange(path, cells), finish, in_worker=True)
+        fresh = self._worker is None or self._served == 0  # a crash in a worker that served others: tried again
+        values = self._evaluate_once(path, list(cells))
+        if not fresh and values.failure is not None and values.failure.reason in _FRESH_START_FAULTS:
+            values = self._evaluate_once(path, list(cells))  # the workbook's own verdict, in a fresh worker
+        return values
 
     def close(self) -> None:
         """Ask the worker to close its engine and leave; one that does not (busy past its
@@ -159,21 +144,11 @@ class IsolatedEngine:
             pass
 
     def _evaluate_once(self, path: Path, cells: list[CellRef]) -> WorkbookValues:
-        if (failure := self._ready_worker()) is not None:
-            return WorkbookValues(failure=failure)
-        return self._exchange(path, cells)
-
-    def _ready_worker(self) -> WorkbookFailure | None:
-        """A worker alive and its engine ready (a new one started where needed); None, or why not."""
         if self._worker is None or not self._worker.is_alive() or self._served >= WORKBOOKS_PER_WORKER:
             self.close()
             self._spawn()
-        if self._awaiting_ready:
-            return self._await_ready()
-        return None
-
-    def _exchange(self, path: Path, cells: list[CellRef]) -> WorkbookValues:
-        """The workbook sent to the ready worker and its answer awaited: never starts a process."""
+        if self._awaiting_ready and (failure := self._await_ready()) is not None:
+            return WorkbookValues(failure=failure)
         assert self._connection is not None and self._worker is not None
         try:
             spent_before = process_tree_cpu_seconds(self._worker.pid) if self._worker.pid is not None else None

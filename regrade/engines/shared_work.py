@@ -34,7 +34,6 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Sequence
 
-from regrade.engines.together import PendingEvaluation, begin_evaluation
 from regrade.values import CellRef, WorkbookValues
 from regrade.workbook import cell_xml
 
@@ -105,31 +104,21 @@ class SharingEngine:
         self._remembered: OrderedDict[tuple[str, tuple[CellRef, ...]], bytes] = OrderedDict()
 
     def evaluate(self, path: Path, cells: Sequence[CellRef]) -> WorkbookValues:
-        pending = self.begin(path, cells)
-        return pending.finish(pending.answer())
-
-    def begin(self, path: Path, cells: Sequence[CellRef]) -> PendingEvaluation:
-        """The evaluation in steps (:mod:`regrade.engines.together`): a remembered one is known at
-        once; another is the engine's own, remembered when it finishes without a failure."""
         content = file_computation_key(path)
         if content is None:
-            return begin_evaluation(self.engine, path, cells)
+            return self.engine.evaluate(path, cells)
         key = (content, tuple(cells))
         if key in self._remembered:
             self._remembered.move_to_end(key)
             self.shared += 1
-            return PendingEvaluation.known(pickle.loads(self._remembered[key]))  # a copy: the caller may change it
-        inner = begin_evaluation(self.engine, path, cells)
-
-        def finish(answer: WorkbookValues) -> WorkbookValues:
-            values = inner.finish(answer)
-            if values.failure is None:
-                self._remembered[key] = pickle.dumps(values)
-                while len(self._remembered) > REMEMBERED:
-                    self._remembered.popitem(last=False)
+            values: WorkbookValues = pickle.loads(self._remembered[key])  # a copy: the caller may change it
             return values
-
-        return PendingEvaluation(inner.answer, finish, inner.in_worker)
+        values = self.engine.evaluate(path, cells)
+        if values.failure is None:
+            self._remembered[key] = pickle.dumps(values)
+            while len(self._remembered) > REMEMBERED:
+                self._remembered.popitem(last=False)
+        return values
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.engine, name)

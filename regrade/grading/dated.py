@@ -19,7 +19,6 @@ import datetime as dt
 from typing import Sequence
 
 from regrade.engines.base import Engine
-from regrade.engines.together import evaluate_together
 from regrade.grading.consensus import consensus
 from regrade.grading.grade import Golden, grade, spilled_cells
 from regrade.grading.policies import Policy
@@ -79,7 +78,7 @@ def _reproducing_days(case: Case, policy: Policy, golden: Golden, targets: list[
         with dated_workbook(case.answer_path, day) as copy:
             if copy == case.answer_path:
                 return []  # no formula of the file calls TODAY(): nothing to date
-            agreed = consensus(policy, stored, evaluate_together(fulls, copy, targets), spilled, quorum)
+            agreed = consensus(policy, stored, {e.name: e.evaluate(copy, targets) for e in fulls}, spilled, quorum)
         graded = grade(policy, targets, golden, "dated golden", agreed.view, recomputed=True)
         missed = {outcome.ref for outcome in graded.cells}  # differ, or no engine computed them
         if graded.passed is not False and not missed & set(dated):

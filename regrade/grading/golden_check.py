@@ -25,7 +25,6 @@ from collections import OrderedDict
 from typing import Sequence
 
 from regrade.engines.base import Engine
-from regrade.engines.together import evaluate_together
 from regrade.engines.readings import number_value
 from regrade.grading.grade import Golden, grade
 from regrade.grading.policies import Policy
@@ -50,16 +49,14 @@ def golden_departures(policy: Policy, golden: Golden, targets: Sequence[CellRef]
     if not cells:
         return {}
     stat = golden.path.stat()
-    keys = {engine.name: (golden.path, stat.st_mtime_ns, stat.st_size, policy.name, cells, engine.name)
-            for engine in fulls}
-    computed = {name: given for name, given in (known or {}).items() if all(c in given.cells for c in cells)}
-    asked = [engine for engine in fulls if keys[engine.name] not in _REMEMBERED and engine.name not in computed]
-    computed.update(evaluate_together(asked, golden.path, cells))
     departures = {}
     for engine in fulls:
-        key = keys[engine.name]
+        key = (golden.path, stat.st_mtime_ns, stat.st_size, policy.name, cells, engine.name)
         if key not in _REMEMBERED:
-            _REMEMBERED[key] = _departures(policy, golden, cells, engine.name, computed[engine.name])
+            given = (known or {}).get(engine.name)
+            computed = given if given is not None and all(c in given.cells for c in cells) \
+                else engine.evaluate(golden.path, cells)
+            _REMEMBERED[key] = _departures(policy, golden, cells, engine.name, computed)
             while len(_REMEMBERED) > REMEMBERED:
                 _REMEMBERED.popitem(last=False)
         departures[engine.name] = dict(_REMEMBERED[key])

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Sequence
 
 from regrade.engines.base import Engine
-from regrade.engines.together import evaluate_together
 from regrade.values import CellRef, CellResult, WorkbookValues
 from regrade.workbook.screening import screen
 from regrade.grading.policies import Policy, TargetError
@@ -109,7 +108,7 @@ def _graded(case: Case, policy: Policy, shallow: Engine, fulls: Sequence[Engine]
     else:
         if defer and _starting(fulls):
             raise EnginesStarting(case.task_id)
-        values = evaluate_together(fulls, computed, computable)  # their workers at once
+        values = {e.name: e.evaluate(computed, computable) for e in fulls}
         departures = {}
         if check_golden:  # an output that is a copy of the golden: its values are the golden's
             same = filecmp.cmp(computed, golden.path, shallow=False)
