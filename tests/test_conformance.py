@@ -8,7 +8,7 @@ import pytest
 
 from regrade.engines.registry import open_engine
 from regrade.grading.policies import get_policy
-from regrade.audit.conformance import benchmark_files, conformance, folder_files
+from regrade.audit.conformance import benchmark_files, conformance
 from tests.conftest import DEMO, require_engines
 
 ALL_FULL = ("ironcalc", "libreoffice", "gnumeric")
