@@ -103,7 +103,6 @@ def test_references_to_other_workbooks_make_the_cone_external():
     assert not graph.cone([("Sheet", 3, 1)]).external
 
 
-
 def test_external_cells_are_those_whose_own_cone_reads_another_workbook():
     """One walk for many cells gives, cell by cell, what each cell's own cone says: through
     chains, a cycle, whole columns, defined names and other sheets."""
