@@ -130,6 +130,7 @@ def test_external_cells_are_those_whose_own_cone_reads_another_workbook():
     assert graph.external_cells([("Sheet", 2, 1), ("Sheet", 4, 1)]) == {("Sheet", 2, 1)}
     assert graph.external_cells([]) == set()
 
+
 def test_dependency_levels_order_cells_after_those_they_read_even_through_other_formulas():
     book = openpyxl.Workbook()
     sheet = book.active
