@@ -26,7 +26,7 @@ def pytest_collection_modifyitems(items):
         own = inspect.getsource(function) if function is not None else ""
         if "SHARED" in own or "VERIFIED" in own or "SHARED_ABSENT" in sources[module].split("def test_")[0]:
             item.add_marker(pytest.mark.shared)
-        if "require_engines(" in own or "get_engine(" in own or "rescore_run(" in own or "open_engine(" in own:
+        if "require_engines(" in own or "get_engine(" in own or "rescore_run(" in own or "open_engine(" in own or "shared_engine" in own:
             item.add_marker(pytest.mark.engines)
 
 
@@ -71,6 +71,27 @@ def require_engines(*names: str) -> None:
     if os.environ.get("CI"):
         pytest.fail(f"CI must have every engine: {message}")
     pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def shared_engine():
+    """An engine in this process, opened once for the whole session per name and settings, so that
+    LibreOffice starts once rather than once per test (about a second each). For tests that only
+    compute files: a test of starting, stopping, limits or restarts opens its own engine."""
+    from regrade.engines.base import EngineSettings
+    from regrade.engines.registry import get_engine
+
+    opened: dict = {}
+
+    def engine(name: str, settings: EngineSettings = EngineSettings()):
+        require_engines(name)
+        if (name, settings) not in opened:
+            opened[(name, settings)] = get_engine(name, settings)
+        return opened[(name, settings)]
+
+    yield engine
+    for each in opened.values():
+        each.close()
 
 
 @pytest.fixture(autouse=True)

@@ -17,12 +17,9 @@ STALE = DEMO / "outputs" / "community" / "1_59511_output.xlsx"  # =ROUND(E/1000,
 F = [CellRef("Sheet1", r, 6) for r in range(2, 7)]
 
 
-@pytest.fixture(scope="module")
-def libreoffice():
-    require_engines("libreoffice")
-    engine = LibreOfficeEngine(EngineSettings(timeout_s=60))
-    yield engine
-    engine.close()
+@pytest.fixture
+def libreoffice(shared_engine):
+    return shared_engine("libreoffice", EngineSettings(timeout_s=60))
 
 
 @pytest.fixture
@@ -44,12 +41,18 @@ def test_libreoffice_computes_aggregate_and_abstains_on_textsplit(libreoffice, s
     assert values[CellRef("S", 2, 2)] == CannotEvaluate("unsupported-function", "LibreOffice lacks TEXTSPLIT", rule="libreoffice-lacks-function")  # 25.2 does not have it
 
 
-def test_libreoffice_restarts_after_a_timeout(libreoffice, workbook):
+@pytest.mark.slow  # starts its own LibreOffice
+def test_libreoffice_restarts_after_a_timeout(workbook):
+    require_engines("libreoffice")
     path = workbook({"A1": 3, "A2": "=A1*A1"})
-    libreoffice.timeout_s = 0.0001
-    assert libreoffice.evaluate(path, [CellRef("Sheet1", 2, 1)]).failure.reason == "timeout"
-    libreoffice.timeout_s = 60
-    assert libreoffice.evaluate(path, [CellRef("Sheet1", 2, 1)]).cells == {CellRef("Sheet1", 2, 1): 9.0}
+    libreoffice = LibreOfficeEngine(EngineSettings(timeout_s=60))  # its own: the test changes its limit
+    try:
+        libreoffice.timeout_s = 0.0001
+        assert libreoffice.evaluate(path, [CellRef("Sheet1", 2, 1)]).failure.reason == "timeout"
+        libreoffice.timeout_s = 60
+        assert libreoffice.evaluate(path, [CellRef("Sheet1", 2, 1)]).cells == {CellRef("Sheet1", 2, 1): 9.0}
+    finally:
+        libreoffice.close()
 
 
 def test_libreoffice_reports_an_unreadable_file(libreoffice, tmp_path):
@@ -177,12 +180,9 @@ FILTERED = [1 + 4,  # D1: rows 3 and 5 are filtered out
 
 
 @pytest.mark.parametrize("name", ["ironcalc", "libreoffice", "gnumeric", "pycel"])
-def test_subtotals_skip_the_rows_a_filter_hides(name, filtered):
-    require_engines(name)
+def test_subtotals_skip_the_rows_a_filter_hides(name, filtered, shared_engine):
     cells = [CellRef("S", row, 4) for row in range(1, 8)]
-    engine = open_engine(name)
-    values = [engine.evaluate(filtered, cells).cells[c] for c in cells]
-    engine.close()
+    values = [shared_engine(name).evaluate(filtered, cells).cells[c] for c in cells]
     assert values[:6] == FILTERED[:6]
     if name in ("libreoffice", "ironcalc"):  # LibreOffice skips filtered rows itself, IronCalc's bridge too
         assert values[6] == FILTERED[6]
@@ -209,6 +209,7 @@ def test_a_pool_run_leaves_no_libreoffice_profile_behind(tmp_path, monkeypatch):
     assert private_profiles(tmp_path) == []
 
 
+@pytest.mark.slow  # starts its own LibreOffice
 def test_the_libreoffice_helper_removes_its_profile_when_regrade_vanishes(tmp_path, monkeypatch):
     """A worker killed mid-run never calls close(); its helper sees end of input and cleans up itself."""
     require_engines("libreoffice")
@@ -420,6 +421,7 @@ def test_libreoffice_abstains_on_vlookup_over_an_array_of_columns(libreoffice, w
     assert values[CellRef("Sheet1", 2, 5)] == 2  # row A, column 3
 
 
+@pytest.mark.slow  # starts its own LibreOffice
 def test_libreoffice_leaves_nothing_outside_its_profile_and_removes_that(tmp_path, monkeypatch):
     """soffice's temporary files and cache go to the private profile; its pipe sockets, which
     it always makes in /tmp, are removed with the profile."""
@@ -453,6 +455,7 @@ def _processes_naming(profile: str) -> list[int]:
     return found
 
 
+@pytest.mark.slow  # starts its own LibreOffice
 @pytest.mark.parametrize("how", ["timeout", "killed"])
 def test_a_libreoffice_worker_ended_at_its_limit_leaves_no_soffice_running(how, workbook, tmp_path):
     """A worker past its time limit (or killed outright, as a memory limit does) takes its
@@ -483,20 +486,15 @@ def test_a_libreoffice_worker_ended_at_its_limit_leaves_no_soffice_running(how, 
     assert not os.path.exists(profile)
 
 
-def _column_d(name: str, path, rows: int) -> list:
-    """The values engine ``name`` computes for D1 to D``rows`` of Sheet1 (skipped where it is missing)."""
-    require_engines(name)
+def _column_d(engine, path, rows: int) -> list:
+    """The values ``engine`` computes for D1 to D``rows`` of Sheet1."""
     refs = [CellRef("Sheet1", row, 4) for row in range(1, rows + 1)]
-    engine = open_engine(name, 60)
-    try:
-        values = engine.evaluate(path, refs)
-    finally:
-        engine.close()
+    values = engine.evaluate(path, refs)
     return [values.cells[c] for c in refs]
 
 
 @pytest.mark.parametrize("name", ["ironcalc", "libreoffice"])
-def test_max_and_min_over_whole_columns_in_array_formulas_are_cut_and_keep_their_values(name, workbook):
+def test_max_and_min_over_whole_columns_in_array_formulas_are_cut_and_keep_their_values(name, workbook, shared_engine):
     # F1:F6 = h, k, m, k, m, k and G1:G6 = 100, 5, 9, 7, 4, -2; every other cell of F and G is
     # blank; A1 = "k", A2 blank. By hand, over all 1,048,576 rows:
     #   IF(F="k", G, ""): 5, 7, -2 and "" elsewhere: MAX 7, MIN -2 (MAX and MIN skip text in an array);
@@ -512,14 +510,14 @@ def test_max_and_min_over_whole_columns_in_array_formulas_are_cut_and_keep_their
     for row, formula in enumerate(formulas, start=1):
         cells[f"D{row}"] = ArrayFormula(f"D{row}", f"={formula}")
     path = workbook(cells)
-    assert _column_d(name, path, 4) == [7, -2, 1, 1]
+    assert _column_d(shared_engine(name), path, 4) == [7, -2, 1, 1]
     if name == "libreoffice":  # computed through the cut, one row past the data (row 6)
         assert ("Sheet1", 1, 4, '=MAX(IF(F$1:F$7=A1,G$1:G$7,""))', "D1") in libreoffice_rewrites(path)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["ironcalc", "libreoffice"])
-def test_sumproduct_over_whole_columns_is_cut_and_keeps_its_values(name, workbook):
+def test_sumproduct_over_whole_columns_is_cut_and_keeps_its_values(name, workbook, shared_engine):
     # A2:A5 = k, m, k, k and B2:B5 = 1, 2, 3, 1; every other cell of A and B is blank. By hand,
     # over all 1,048,576 rows: the products (A="k")*B are 1, 0, 3, 1 and 0 elsewhere, sum 5; A=""
     # holds for the 1,048,572 blank cells, and SUMPRODUCT counts TRUE as 0 unless -- makes it 1;
@@ -531,7 +529,7 @@ def test_sumproduct_over_whole_columns_is_cut_and_keeps_its_values(name, workboo
                      "D2": '=SUMPRODUCT(--(A:A=""))',
                      "D3": '=SUMPRODUCT((A:A="")*1,B:B+1)',
                      "D4": "=SUMPRODUCT(A:A,B:B)"})
-    assert _column_d(name, path, 4) == [5, 1_048_572, 1_048_572, 0]
+    assert _column_d(shared_engine(name), path, 4) == [5, 1_048_572, 1_048_572, 0]
     if name == "libreoffice":  # computed through the cut, at the last used row (5)
         cut = {(row, formula) for _, row, _, formula, area in libreoffice_rewrites(path) if area is None}
         assert (1, '=(SUMPRODUCT((A$1:A$5="k")*(B$1:B$5))+1048571*SUMPRODUCT(($XFD$1048576:$XFD$1048576="k")'

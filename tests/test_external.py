@@ -8,11 +8,8 @@ from pathlib import Path
 import openpyxl
 import pytest
 
-from regrade.engines.base import EngineSettings
-from regrade.engines.registry import engine_info, open_engine
 from regrade.values import CannotEvaluate, CellRef
 from regrade.workbook.external import CachedSheet, Linker, cached_sheets, write_linked_copy
-from tests.conftest import require_engines
 from tests.hostile_corpus import NS, REL, URL, cell_rows, formula_cell, package, worksheet
 
 # Another workbook's cached cells, as Excel writes them (ECMA-376 18.14): Data!A1:A3 = 7, 1, 2
@@ -93,15 +90,10 @@ def test_a_workbook_without_links_or_calling_sheets_gets_no_copy(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["ironcalc", "libreoffice", "formulon"])
-def test_every_engine_computes_from_the_cached_values_of_the_other_workbook(tmp_path, name):
-    require_engines(name)
+def test_every_engine_computes_from_the_cached_values_of_the_other_workbook(tmp_path, name, shared_engine):
     path = linked_book(tmp_path / "book.xlsx", *ANSWERS)
     cells = [CellRef("Sheet1", 1, column) for column in range(1, 7)]
-    engine = open_engine(name)
-    try:
-        values = engine.evaluate(path, cells).cells
-    finally:
-        engine.close()
+    values = shared_engine(name).evaluate(path, cells).cells
     # by hand from the cache: 7*2, 7+1+2, "x"&"y", and A1+1
     assert [values[cells[i]] for i in (0, 1, 2, 5)] == [14.0, 10.0, "xy", 15.0]
     for abstained in (values[cells[3]], values[cells[4]]):  # SUMIF over the closed workbook; Old not cached
@@ -109,23 +101,18 @@ def test_every_engine_computes_from_the_cached_values_of_the_other_workbook(tmp_
 
 
 @pytest.mark.parametrize("name", ["ironcalc", "libreoffice", "formulon"])
-def test_an_engine_computes_nothing_when_no_graded_cell_can_be_recomputed(tmp_path, monkeypatch, name):
+def test_an_engine_computes_nothing_when_no_graded_cell_can_be_recomputed(tmp_path, monkeypatch, name, shared_engine):
     """D1 (SUMIF over the closed workbook) and E1 (a sheet that failed to refresh) stay
     external whatever the engine computes, so the engine is not asked to compute the file;
     once F1 (A1+1, 15 by hand from the cache) is graded too, it is."""
-    require_engines(name)
     path = linked_book(tmp_path / "book.xlsx", *ANSWERS)
-    engine = engine_info(name).make(EngineSettings())
+    engine = shared_engine(name)
     computed = []
     original = type(engine).compute
     monkeypatch.setattr(type(engine), "compute", lambda self, *args: computed.append(1) or original(self, *args))
-    engine.start()
-    try:
-        external = [CellRef("Sheet1", 1, 4), CellRef("Sheet1", 1, 5)]
-        values = engine.evaluate(path, external)
-        assert not computed
-        assert {ref: value.rule for ref, value in values.cells.items()} == dict.fromkeys(external, "external-link")
-        both = engine.evaluate(path, [*external, CellRef("Sheet1", 1, 6)])
-        assert computed and both.cells[CellRef("Sheet1", 1, 6)] == 15.0
-    finally:
-        engine.close()
+    external = [CellRef("Sheet1", 1, 4), CellRef("Sheet1", 1, 5)]
+    values = engine.evaluate(path, external)
+    assert not computed
+    assert {ref: value.rule for ref, value in values.cells.items()} == dict.fromkeys(external, "external-link")
+    both = engine.evaluate(path, [*external, CellRef("Sheet1", 1, 6)])
+    assert computed and both.cells[CellRef("Sheet1", 1, 6)] == 15.0

@@ -9,7 +9,6 @@ import openpyxl
 import pytest
 
 from regrade.engines.base import EngineSettings
-from regrade.engines.registry import get_engine
 from regrade.engines.rules import BY_ID, DEPARTING_ENGINES, RULES
 from regrade.values import CannotEvaluate, CellRef
 from tests.conftest import require_engines
@@ -18,9 +17,8 @@ CASES = [(rule.id, engine) for rule in RULES for engine in rule.engines]
 
 
 @pytest.mark.parametrize("rule_id, engine_name", CASES, ids=[f"{r}-{e}" for r, e in CASES])
-def test_each_rule_fires_on_its_probe(rule_id, engine_name):
+def test_each_rule_fires_on_its_probe(rule_id, engine_name, shared_engine):
     rule = BY_ID[rule_id]
-    require_engines(engine_name)
     sheet, coordinate = rule.probe_cell.split("!")
     from openpyxl.utils.cell import coordinate_to_tuple
 
@@ -29,11 +27,7 @@ def test_each_rule_fires_on_its_probe(rule_id, engine_name):
     settings = EngineSettings(as_grader=rule_id.startswith("grader-"))
     if engine_name in rule.past_bridge_budget:
         settings = replace(settings, bridge_work=0)
-    engine = get_engine(engine_name, settings)
-    try:
-        values = engine.evaluate(rule.probe, [ref])
-    finally:
-        engine.close()
+    values = shared_engine(engine_name, settings).evaluate(rule.probe, [ref])
     assert values.failure is None, values.failure
     value = values.cells[ref]
     assert isinstance(value, CannotEvaluate), f"{engine_name} computed {value!r} on {rule.probe.name}"
@@ -107,38 +101,30 @@ COMPUTED_ELSEWHERE = [("offset-computed-array", "libreoffice", 6.0),
 
 
 @pytest.mark.parametrize("rule_id, engine_name, excel", COMPUTED_ELSEWHERE)
-def test_an_engine_a_departure_does_not_name_computes_its_probe_as_excel_does(rule_id, engine_name, excel):
-    require_engines(engine_name)
+def test_an_engine_a_departure_does_not_name_computes_its_probe_as_excel_does(rule_id, engine_name, excel,
+                                                                            shared_engine):
     rule = BY_ID[rule_id]
     assert engine_name not in rule.engines
     from openpyxl.utils.cell import coordinate_to_tuple
 
     sheet, coordinate = rule.probe_cell.split("!")
     ref = CellRef(sheet, *coordinate_to_tuple(coordinate))
-    engine = get_engine(engine_name)
-    try:
-        assert engine.evaluate(rule.probe, [ref]).cells[ref] == excel
-    finally:
-        engine.close()
+    assert shared_engine(engine_name).evaluate(rule.probe, [ref]).cells[ref] == excel
 
 
 CLEARANCES = [(rule.id, clearance.engine, cell) for rule in RULES for clearance in rule.cleared for cell in clearance.cells]
 
 
 @pytest.mark.parametrize("rule_id, engine_name, cell", CLEARANCES, ids=[f"{r}-{e}" for r, e, _ in CLEARANCES])
-def test_a_cleared_engine_computes_the_cells_that_clear_it_as_excel_did(rule_id, engine_name, cell, tmp_path):
+def test_a_cleared_engine_computes_the_cells_that_clear_it_as_excel_did(rule_id, engine_name, cell, tmp_path,
+                                                                         shared_engine):
     """A hazard's clearance holds only while the engine still computes Excel's captured values there."""
     from regrade.audit.conformance import conformance
     from regrade.audit.excel_oracle import clearance_files
-    from regrade.engines.registry import open_engine
     from regrade.grading.policies import get_policy
 
-    require_engines(engine_name)
-    engine = open_engine(engine_name)
-    try:
-        report = conformance(clearance_files((cell,), tmp_path), [engine], get_policy("spreadsheetbench"))
-    finally:
-        engine.close()
+    engine = shared_engine(engine_name)
+    report = conformance(clearance_files((cell,), tmp_path), [engine], get_policy("spreadsheetbench"))
     [tally] = report.engines
     assert tally.compared > 0 and tally.agree == tally.compared, (tally, report.mismatches)
 
