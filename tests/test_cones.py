@@ -157,6 +157,31 @@ def test_dependency_levels_are_unknown_for_a_cycle_or_an_open_cone():
     assert graph.dependency_levels([("Sheet", 1, 4)]) == [[("Sheet", 1, 4)]]
 
 
+def test_cells_read_apart_when_none_reads_another_through_any_formula():
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet["A1"], sheet["A2"] = 1, 2
+    sheet["B1"] = "=MAX(A1:A2)"  # reads constants only
+    sheet["B2"] = "=A1*2"  # not asked for
+    sheet["C1"] = "=B2+1"  # reads B2, which reads a constant
+    sheet["D1"] = "=SUM(C1:C2)"  # reads C1, one of the set
+    sheet["E1"] = "=B1+B2"  # reads B1 directly
+    sheet["F1"] = "=A1+RAND()"  # volatile
+    sheet["G1"] = "=H1+1"  # H1 reads G1 back: a cycle through a formula not asked for
+    sheet["H1"] = "=G1*2"
+    sheet["I1"] = '=INDIRECT("A1")'  # may read anything
+    graph = graph_of(book)
+    cell = {name: ("Sheet", 1, column) for column, name in enumerate("ABCDEFGHI", start=1)}
+    assert graph.read_apart([cell["B"], cell["C"]])
+    assert not graph.read_apart([cell["C"], cell["D"]])  # D1 reads C1
+    assert graph.read_apart([cell["B"], cell["D"]])
+    assert not graph.read_apart([cell["B"], cell["E"]])  # E1 reads B1
+    assert not graph.read_apart([cell["B"], cell["F"]])  # RAND differs each time
+    assert not graph.read_apart([cell["G"]])  # G1 reads itself through H1
+    assert not graph.read_apart([cell["B"], cell["I"]])  # INDIRECT: unknown
+    assert not graph.read_apart([("Sheet", 9, 9)])  # not a formula
+
+
 def test_subtotal_subtleties_are_found_through_the_cone():
     from regrade.engines.totals import counts_nested_subtotals, skips_hidden_rows
 

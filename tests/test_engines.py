@@ -302,6 +302,30 @@ def test_cells_the_bridge_had_to_leave_to_ironcalc_are_abstentions(workbook):
     assert values[cells[2]] == 3
 
 
+def test_bridged_calls_that_read_no_bridged_cell_are_resolved_once_and_a_chain_in_passes(workbook, monkeypatch):
+    from openpyxl.worksheet.formula import ArrayFormula
+
+    from regrade.engines.ironcalc import bridge
+
+    # A1:A3 = 1, 5, 3 and B1:B3 = 10, 20, 30. C1 (an array formula) takes the MAX of B where A > 2
+    # twice, the same argument in two rounds of the bridge: 20 and 30, so 30. D1 = AGGREGATE(4, 6,
+    # B1:B3) = 30. Neither reads a bridged cell: one resolution settles both. E1 = AGGREGATE(9, 6,
+    # C1:D1) = 60 reads both: the bridge repeats its resolution until nothing changes.
+    cells = {"A1": 1, "A2": 5, "A3": 3, "B1": 10, "B2": 20, "B3": 30,
+             "C1": ArrayFormula("C1", '=IF(MAX(IF(A1:A3>2,B1:B3)),MAX(IF(A1:A3>2,B1:B3)),"")'),
+             "D1": "=_xlfn.AGGREGATE(4,6,B1:B3)"}
+    resolutions = []
+    resolve = bridge._resolve_on_copy
+    monkeypatch.setattr(bridge, "_resolve_on_copy", lambda *args: resolutions.append(1) or resolve(*args))
+    apart = workbook(cells, name="apart.xlsx")
+    assert list(IronCalcEngine().evaluate(apart, [ref("C1"), ref("D1")]).cells.values()) == [30, 30]
+    assert len(resolutions) == 1
+    resolutions.clear()
+    chain = workbook({**cells, "E1": "=_xlfn.AGGREGATE(9,6,C1:D1)"}, name="chain.xlsx")
+    assert list(IronCalcEngine().evaluate(chain, [ref("C1"), ref("D1"), ref("E1")]).cells.values()) == [30, 30, 60]
+    assert len(resolutions) >= 2
+
+
 def test_a_bridged_call_that_reads_let_names_is_an_abstention_not_name_error(workbook):
     from openpyxl.worksheet.formula import ArrayFormula
 

@@ -5,7 +5,8 @@ cells, which AGGREGATE's options may skip). Any other expression is entered in a
 right of the sheet's used range, in the caller's row (so ``ROW()`` still means the caller's
 row): one evaluation sizes every expression with ``ROWS``/``COLUMNS``, a second computes them
 as array formulas of that size. Identical expressions that do not depend on where they stand
-are computed once.
+are computed once, and an expression already computed on the same copy (in an earlier round of
+the bridge) is taken from there: the copy's own cells have not changed since.
 """
 
 from __future__ import annotations
@@ -61,8 +62,10 @@ class Argument:
 class Scratch:
     """Evaluates argument expressions on the copy, all at once, right of each sheet's used range."""
 
-    def __init__(self, copy: Any, subtotal_cells: set[ModelCell], filtered_rows: Mapping[int, frozenset[int]]):
+    def __init__(self, copy: Any, subtotal_cells: set[ModelCell], filtered_rows: Mapping[int, frozenset[int]],
+                 known: dict[tuple, Argument | None] | None = None):
         self.copy = copy
+        self.known = {} if known is None else known  # expressions computed on this copy before: key -> value
         self.subtotal_cells = subtotal_cells  # SUBTOTAL/AGGREGATE cells, whose formulas may already hold literals
         self.filtered_rows = filtered_rows  # per sheet index: the rows a filter hides
         self.names = [p["name"] for p in copy.get_worksheets_properties()]
@@ -85,7 +88,7 @@ class Scratch:
         if reference and (area := self._area(cell[0], reference)) is not None:
             return ("reference", area)
         key = (cell[0], text) if not _POSITIONAL.search(text) else (cell[0], text, cell[1], cell[2])
-        if key not in self.expressions:
+        if key not in self.expressions and key not in self.known:
             sheet, row, _ = cell
             self.expressions[key] = {"cell": cell, "text": text, "size": (self._take(sheet, row), self._take(sheet, row))}
         return ("expression", key)
@@ -133,6 +136,8 @@ class Scratch:
             else:
                 self.copy.set_user_array_formula(sheet, top, column, columns, rows, f"={entry['text']}")
         self.copy.evaluate()
+        for key in self.expressions:
+            self.known[key] = self._computed(key)
 
     def argument(self, plan: tuple) -> Argument | None:
         kind = plan[0]
@@ -144,7 +149,12 @@ class Scratch:
             return Argument([[plan[1]]])
         if kind == "reference":
             return self._reference(plan[1])
-        at = self.expressions[plan[1]].get("at")
+        known = self.known[plan[1]]
+        return None if known is None else Argument([list(row) for row in known.rows])  # the caller's own copy
+
+    def _computed(self, key: tuple) -> Argument | None:
+        """The value of an evaluated expression; None where it was too large to place."""
+        at = self.expressions[key].get("at")
         if at is None:
             return None
         sheet, top, column, rows, columns = at

@@ -53,7 +53,10 @@ literal otherwise.
 A call whose arguments regrade cannot take (a binary search, an array lookup value,
 an array too large) is left to IronCalc; a SUBTOTAL so left, whose IronCalc value is wrong
 there, is reported with the skipped cells. *Passes* repeat the whole resolution
-until no formula changes, so a call that reads another bridged cell converges. A
+until no formula changes, so a call that reads another bridged cell converges; where the
+formula graph shows that no bridged call reads a bridged cell, through any formula
+(:meth:`regrade.workbook.cones.FormulaGraph.read_apart`), the first resolution is the settled
+one, and no pass repeats it to find that out. A
 chain too long for that (task 42110: each of 45 rows lists the names the rows above
 have not) is resolved one dependency level at a time, in the order of the formula
 graph, and one more pass checks that nothing changes. A workbook that does not
@@ -102,7 +105,8 @@ class Bridged:
 
 def bridge_functions(model: Any, array_cells: Collection[ModelCell] = frozenset(), only_missing: bool = False,
                      order: Callable[[list[ModelCell]], list[list[ModelCell]] | None] | None = None,
-                     filtered_rows: Mapping[int, frozenset[int]] | None = None) -> Bridged:
+                     filtered_rows: Mapping[int, frozenset[int]] | None = None,
+                     read_apart: Callable[[list[ModelCell]], bool] | None = None) -> Bridged:
     """Compute every bridged call into the model's formulas.
 
     ``array_cells`` are the cells holding array formulas (:func:`regrade.workbook.sheets.array_formula_cells`).
@@ -110,7 +114,9 @@ def bridge_functions(model: Any, array_cells: Collection[ModelCell] = frozenset(
     wrong in places (for workbooks so slow to evaluate that the bridge's extra evaluations
     would not fit in the time limit). ``order`` puts bridged cells in dependency levels
     (:meth:`regrade.workbook.cones.FormulaGraph.dependency_levels`), for chains too long to settle
-    in :data:`MAX_PASSES` passes. The model must be evaluated (its copies keep its values).
+    in :data:`MAX_PASSES` passes; ``read_apart`` tells that no bridged cell reads another
+    (:meth:`regrade.workbook.cones.FormulaGraph.read_apart`), so one resolution settles them all.
+    The model must be evaluated (its copies keep its values).
     ``filtered_rows`` are, per sheet index, the rows a filter hides
     (:class:`regrade.workbook.sheets.HiddenRows`): where there are any, every SUBTOTAL is bridged.
     The cells left to IronCalc (for time, because they did not settle, because the call reads a
@@ -138,7 +144,12 @@ def bridge_functions(model: Any, array_cells: Collection[ModelCell] = frozenset(
     if not originals:
         return Bridged({}, skipped)
     context.subtotal_cells = {cell for cell, text in originals.items() if calls_function(text, "SUBTOTAL", "AGGREGATE")}
-    settled = _settle_in_passes(model, originals, context)
+    settled: dict[ModelCell, str] | None
+    if read_apart is not None and read_apart(sorted(originals)):  # what each call reads stays as it is
+        settled = _resolve_on_copy(model, originals, context)
+        _write(model, settled)
+    else:
+        settled = _settle_in_passes(model, originals, context)
     if settled is None and order is not None and (levels := order(sorted(originals))) is not None:
         _write(model, originals)
         settled = _settle_by_level(model, originals, context, levels)
@@ -201,18 +212,20 @@ def _resolve_all(copy: Any, originals: dict[ModelCell, str], context: BridgeCont
     formulas = dict(originals)
     open_cells = set(formulas)
     tokens: dict[str, list[Token]] = {}
+    known: dict[tuple, Argument | None] = {}  # expressions evaluated on the copy, for later rounds
+    # a call computed once per distinct function and arguments: the same MONTH(Data!B5:B3000) in a
+    # thousand formulas is one array to compute and to write out, and the copy does not change between
+    # rounds (the scratch cells aside), so a round computes only calls no earlier round did
+    computed: dict[tuple, str | None] = {}
     for _ in range(MAX_ROUNDS):
         calls = [c for c in (innermost_call(cell, formulas[cell], context, tokens) for cell in sorted(open_cells))
                  if c is not None]
         if not calls:
             break
-        scratch = Scratch(copy, context.subtotal_cells, context.filtered_rows)
+        scratch = Scratch(copy, context.subtotal_cells, context.filtered_rows, known)
         planned = [(call, [scratch.plan(call.cell, text, call.function) for text in call.args]) for call in calls]
         scratch.evaluate()
         open_cells = set()
-        # a call computed once per distinct function and arguments in a round: the same
-        # MONTH(Data!B5:B3000) in a thousand formulas is one array to compute and to write out
-        computed: dict[tuple, str | None] = {}
         for call, args in planned:
             key = (call.function, call.lead, call.cell[0], *args)
             if key not in computed:

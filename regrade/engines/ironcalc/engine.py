@@ -88,7 +88,8 @@ class IronCalcEngine(PythonPackageEngine):
         mentioned = mentions(path, (b"SUBTOTAL(", b"filterColumn", b"LOOKUP("))  # a quick look before the graph
         filtered = {b"SUBTOTAL(", b"filterColumn"} <= mentioned
         bridged = bridge_functions(model, arrays, only_missing=heavy, order=order,
-                                   filtered_rows=_filtered_rows(graph(), names) if filtered else None)
+                                   filtered_rows=_filtered_rows(graph(), names) if filtered else None,
+                                   read_apart=functools.partial(_read_apart, analysis, names))
         originals = {**bridged.originals, **originals}
         skipped = {CellRef(names[sheet], row, column): function for (sheet, row, column), function in bridged.skipped.items()}
         workbook_unknown = functools.cache(lambda: _workbook_unknown_functions(model))
@@ -205,6 +206,12 @@ def _dependency_levels(analysis: WorkbookAnalysis, names: list[str],
         return None
     levels = graph.dependency_levels([CellRef(names[sheet], row, column) for sheet, row, column in cells])
     return None if levels is None else [[(names.index(s), r, c) for s, r, c in level] for level in levels]
+
+
+def _read_apart(analysis: WorkbookAnalysis, names: list[str], cells: list[ModelCell]) -> bool:
+    """Whether no bridged cell reads another, from the file's formula graph (False without one)."""
+    graph = analysis.graph()
+    return graph is not None and graph.read_apart([CellRef(names[sheet], row, column) for sheet, row, column in cells])
 
 
 def _read_value(model: Any, sheet: int, row: int, column: int) -> CellResult:
