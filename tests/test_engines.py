@@ -307,8 +307,8 @@ def test_bridged_calls_that_read_no_bridged_cell_are_resolved_once_and_a_chain_i
 
     from regrade.engines.ironcalc import bridge
 
-    # A1:A3 = 1, 5, 3 and B1:B3 = 10, 20, 30. C1 (an array formula) takes the MAX of B where A > 2
-    # twice, the same argument in two rounds of the bridge: 20 and 30, so 30. D1 = AGGREGATE(4, 6,
+    # A1:A3 = 1, 5, 3 and B1:B3 = 10, 20, 30. C1 (an array formula) takes twice, in two rounds of the
+    # bridge over the same argument, the MAX of B where A > 2: of 20 and 30, 30. D1 = AGGREGATE(4, 6,
     # B1:B3) = 30. Neither reads a bridged cell: one resolution settles both. E1 = AGGREGATE(9, 6,
     # C1:D1) = 60 reads both: the bridge repeats its resolution until nothing changes.
     cells = {"A1": 1, "A2": 5, "A3": 3, "B1": 10, "B2": 20, "B3": 30,
