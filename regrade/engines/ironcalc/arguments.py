@@ -63,9 +63,9 @@ class Scratch:
     """Evaluates argument expressions on the copy, all at once, right of each sheet's used range."""
 
     def __init__(self, copy: Any, subtotal_cells: set[ModelCell], filtered_rows: Mapping[int, frozenset[int]],
-                 known: dict[tuple, Argument | None] | None = None):
+                 known: dict[tuple, Argument | None]):
         self.copy = copy
-        self.known = {} if known is None else known  # expressions computed on this copy before: key -> value
+        self.known = known  # expressions computed on this copy, in this round and earlier ones: key -> value
         self.subtotal_cells = subtotal_cells  # SUBTOTAL/AGGREGATE cells, whose formulas may already hold literals
         self.filtered_rows = filtered_rows  # per sheet index: the rows a filter hides
         self.names = [p["name"] for p in copy.get_worksheets_properties()]

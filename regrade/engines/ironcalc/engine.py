@@ -204,14 +204,18 @@ def _dependency_levels(analysis: WorkbookAnalysis, names: list[str],
     graph = analysis.graph()
     if graph is None:
         return None
-    levels = graph.dependency_levels([CellRef(names[sheet], row, column) for sheet, row, column in cells])
+    levels = graph.dependency_levels(_cell_refs(names, cells))
     return None if levels is None else [[(names.index(s), r, c) for s, r, c in level] for level in levels]
 
 
 def _read_apart(analysis: WorkbookAnalysis, names: list[str], cells: list[ModelCell]) -> bool:
     """Whether no bridged cell reads another, from the file's formula graph (False without one)."""
     graph = analysis.graph()
-    return graph is not None and graph.read_apart([CellRef(names[sheet], row, column) for sheet, row, column in cells])
+    return graph is not None and graph.read_apart(_cell_refs(names, cells))
+
+
+def _cell_refs(names: list[str], cells: list[ModelCell]) -> list[CellRef]:
+    return [CellRef(names[sheet], row, column) for sheet, row, column in cells]
 
 
 def _read_value(model: Any, sheet: int, row: int, column: int) -> CellResult:
