@@ -293,3 +293,21 @@ def test_a_command_grader_gets_the_input_and_says_when_a_control_has_none(tmp_pa
     assert not grader.passes(some, some, "A1", task=TaskContext(input=tmp_path / "absent.xlsx"))
     with pytest.raises(GraderFailure, match=r"\{input\}"):
         grader.passes(some, some, "A1")
+
+
+def test_controls_made_in_workers_are_the_ones_made_in_one_process(tmp_path):
+    from regrade.audit.generated import test_cases, write_all_candidates
+
+    cases, _ = test_cases(DATASET)
+    told = []
+    made = {}
+    for workers in (1, 2):
+        folder = tmp_path / f"w{workers}"
+        folder.mkdir()
+        results = write_all_candidates(cases, "spreadsheetbench", folder, workers, on_case=told.append)
+        files = {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+        listed = [([(c.id, c.category, c.has_formulas, c.output.name, c.perturbation) for c in kept], skipped)
+                  for kept, skipped in results]
+        made[workers] = files, listed
+    assert len(told) == 2 * len(cases) == 30  # every case said done, in each way
+    assert len(made[1][0]) > 100 and made[1] == made[2]  # the same files, byte for byte, and the same lists in case order

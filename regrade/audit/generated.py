@@ -48,6 +48,7 @@ unreadable position) are listed in ``not_checked`` with the reason.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import random
@@ -274,6 +275,52 @@ def write_candidates(case: TestCase, policy_name: str, folder: Path) -> tuple[li
     return made, skipped
 
 
+def write_all_candidates(cases: list[TestCase], policy_name: str, folder: Path, workers: int = 1,
+                         on_case: Callable[[TestCase], None] | None = None
+                         ) -> list[tuple[list[Candidate], list[NotChecked]]]:
+    """Each test case's controls and what could not be made (:func:`write_candidates`), in the
+    order of ``cases``, made in ``workers`` case workers (:func:`regrade.run.pool.grade_in_workers`):
+    each case writes files of its own name only, so the pack on disk is the same however many
+    make it. ``on_case`` is called as each case is done."""
+    told = on_case or (lambda case: None)
+    if workers <= 1 or len(cases) < 2 * workers:
+        made = []
+        for case in cases:
+            made.append(_candidates_of(case, policy_name, folder))
+            told(case)
+        return made
+    from regrade.run.pool import WorkerJob, grade_in_workers
+
+    found: dict[int, tuple[list[Candidate], list[NotChecked]]] = {}
+
+    def finish(index: int, answer: dict) -> None:
+        found[index] = answer["made"], answer["skipped"]
+        told(cases[index])
+
+    job = WorkerJob(_nothing, functools.partial(_candidates_answer, policy_name, folder), _nothing)
+    for index in grade_in_workers(cases, range(len(cases)), workers, job, finish):
+        case = cases[index]
+        finish(index, {"made": [], "skipped": [NotChecked(case.task_id, case.case, "controls could not be made: "
+                                                                                    "the process making them died twice")]})
+    return [found[index] for index in range(len(cases))]
+
+
+def _candidates_of(case: TestCase, policy_name: str, folder: Path) -> tuple[list[Candidate], list[NotChecked]]:
+    try:
+        return write_candidates(case, policy_name, folder)
+    except Exception as exc:  # an answer file no edit can be made in: that case, not the pack
+        return [], [NotChecked(case.task_id, case.case, f"controls could not be made: {type(exc).__name__}: {exc}")]
+
+
+def _candidates_answer(policy_name: str, folder: Path, case: TestCase) -> dict:
+    made, skipped = _candidates_of(case, policy_name, folder)
+    return {"made": made, "skipped": skipped}
+
+
+def _nothing() -> None:
+    """A worker making controls opens nothing ahead."""
+
+
 def _holds_formulas(workbook: Path, targets: list[CellRef]) -> bool:
     """Whether any of ``targets`` holds a formula in ``workbook`` (a file that cannot be read: True,
     so that only an engine would judge it)."""
@@ -421,7 +468,8 @@ def generate_pack(dataset: Path, folder: Path, settings: RescoreSettings, tasks:
                   executor: str = "local", scheduler: str | None = None) -> GeneratedPack:
     """Generate, check and seal the controls of ``dataset`` in ``folder`` (which must be empty or new).
 
-    ``settings`` are regrade's rescore settings: its policy grades the controls, its engines
+    The controls are written in ``workers`` case workers. ``settings`` are regrade's rescore
+    settings: its policy grades the controls, its engines
     confirm those whose answer range holds formulas (in a pool of ``workers``, or on a Dask
     cluster with ``executor`` "dask" and ``scheduler``, as :func:`regrade.run.rescore_run`; cached).
     ``on_case`` is called as each test case's controls are written; ``on_check(count)`` once they
@@ -433,16 +481,9 @@ def generate_pack(dataset: Path, folder: Path, settings: RescoreSettings, tasks:
     folder.mkdir(parents=True, exist_ok=True)
     cases, not_checked = test_cases(dataset, tasks, seed)
     candidates: list[Candidate] = []
-    for case in cases:
-        try:
-            made, skipped = write_candidates(case, settings.policy, folder)
-        except Exception as exc:  # an answer file no edit can be made in: that case, not the pack
-            made, skipped = [], [NotChecked(case.task_id, case.case, f"controls could not be made: "
-                                                                     f"{type(exc).__name__}: {exc}")]
+    for made, skipped in write_all_candidates(cases, settings.policy, folder, workers, on_case):
         candidates += made
         not_checked += skipped
-        if on_case is not None:
-            on_case(case)
     # one rescore of every control: its value-only grade is the truth where the answer range holds
     # only constants; where it holds formulas, the engines must decide it
     unjudgeable = "the input's answer range holds formulas: only an engine could say whether it differs"

@@ -156,7 +156,9 @@ def grade_controls(grader: Grader, controls: list[Control], workers: int = 1,
 
     job = WorkerJob(_nothing, functools.partial(_verdict_answer, grader), _nothing)
     context = multiprocessing.get_context("spawn")  # a fresh interpreter: no engine or lock inherited
-    for index in grade_in_workers(controls, range(len(controls)), workers, job, finish, context=context):
+    # the controls of one golden go to one worker, which reads that golden once (grading.grade.load_golden)
+    for index in grade_in_workers(controls, range(len(controls)), workers, job, finish,
+                                  affinity=lambda control: control.answer, context=context):
         finish(index, {"verdict": "the grader's worker process died on this control twice (out of memory, "
                                   "or a crash in a reader)"})
     return [found[index] for index in range(len(controls))]
