@@ -289,7 +289,7 @@ def write_all_candidates(cases: list[TestCase], policy_name: str, folder: Path, 
             made.append(_candidates_of(case, policy_name, folder))
             told(case)
         return made
-    from regrade.run.pool import WorkerJob, grade_in_workers
+    from regrade.run.pool import WorkerJob, grade_in_workers, nothing
 
     found: dict[int, tuple[list[Candidate], list[NotChecked]]] = {}
 
@@ -297,7 +297,7 @@ def write_all_candidates(cases: list[TestCase], policy_name: str, folder: Path, 
         found[index] = answer["made"], answer["skipped"]
         told(cases[index])
 
-    job = WorkerJob(_nothing, functools.partial(_candidates_answer, policy_name, folder), _nothing)
+    job = WorkerJob(nothing, functools.partial(_candidates_answer, policy_name, folder), nothing)
     for index in grade_in_workers(cases, range(len(cases)), workers, job, finish):
         case = cases[index]
         finish(index, {"made": [], "skipped": [NotChecked(case.task_id, case.case, "controls could not be made: "
@@ -315,10 +315,6 @@ def _candidates_of(case: TestCase, policy_name: str, folder: Path) -> tuple[list
 def _candidates_answer(policy_name: str, folder: Path, case: TestCase) -> dict:
     made, skipped = _candidates_of(case, policy_name, folder)
     return {"made": made, "skipped": skipped}
-
-
-def _nothing() -> None:
-    """A worker making controls opens nothing ahead."""
 
 
 def _holds_formulas(workbook: Path, targets: list[CellRef]) -> bool:

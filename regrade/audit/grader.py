@@ -30,7 +30,7 @@ from typing import Callable
 
 from regrade.audit.controls import Control, ControlPack
 from regrade.audit.generated import not_checked_of
-from regrade.run.pool import WorkerJob, grade_in_workers
+from regrade.run.pool import WorkerJob, grade_in_workers, nothing
 from regrade.grading.graders import (CallableGrader, CommandGrader, Grader, GraderFailure, RegradeGrader,
                                      TaskContext, ValueGrader)
 from regrade.paired.stats import wilson
@@ -154,7 +154,7 @@ def grade_controls(grader: Grader, controls: list[Control], workers: int = 1,
         found[index] = answer["verdict"]
         told(controls[index])
 
-    job = WorkerJob(_nothing, functools.partial(_verdict_answer, grader), _nothing)
+    job = WorkerJob(nothing, functools.partial(_verdict_answer, grader), nothing)
     context = multiprocessing.get_context("spawn")  # a fresh interpreter: no engine or lock inherited
     # the controls of one golden go to one worker, which reads that golden once (grading.grade.load_golden)
     for index in grade_in_workers(controls, range(len(controls)), workers, job, finish,
@@ -175,10 +175,6 @@ def runs_in_workers(grader: Grader) -> bool:
     if module is None or module.__name__ == "__main__":
         return False
     return getattr(module, getattr(function, "__qualname__", ""), None) is function
-
-
-def _nothing() -> None:
-    """A value grader's case worker opens nothing ahead: the grader opens its engine itself."""
 
 
 def _verdict_answer(grader: Grader, control: Control) -> dict:

@@ -59,6 +59,11 @@ class WorkerJob:
     grade_or_later: Callable[[Any], dict | None] | None = None
 
 
+def nothing() -> None:
+    """A job's ``start`` or ``stop`` with nothing to open or close (a value grader opens its
+    engine itself; a worker writing controls needs none)."""
+
+
 class WorkerDied(Exception):
     """The worker ended before it answered."""
 
