@@ -464,8 +464,8 @@ def generate_pack(dataset: Path, folder: Path, settings: RescoreSettings, tasks:
                   executor: str = "local", scheduler: str | None = None) -> GeneratedPack:
     """Generate, check and seal the controls of ``dataset`` in ``folder`` (which must be empty or new).
 
-    The controls are written in ``workers`` case workers. ``settings`` are regrade's rescore
-    settings: its policy grades the controls, its engines
+    The controls are written in ``workers`` case workers (:func:`write_all_candidates`).
+    ``settings`` are regrade's rescore settings: its policy grades the controls, its engines
     confirm those whose answer range holds formulas (in a pool of ``workers``, or on a Dask
     cluster with ``executor`` "dask" and ``scheduler``, as :func:`regrade.run.rescore_run`; cached).
     ``on_case`` is called as each test case's controls are written; ``on_check(count)`` once they
