@@ -119,7 +119,7 @@ def audit_benchmark_command(ctx, folder, grader, recalc, fail_on, workers, limit
 @click.option("--calling", multiple=True, metavar="FUNCTION",
               help="Grade only the controls whose output has a cell formula calling FUNCTION (e.g. AGGREGATE; "
                    "repeat for several). The report records the selection and the pack's count.")
-@click.option("--workers", type=click.IntRange(min=1), default=None, help="Processes that grade controls (default: the CPU count).")
+@click.option("--workers", type=click.IntRange(min=1), default=None, help="Processes that write (with --controls-from) and grade controls (default: the CPU count).")
 @executor_options
 @format_option
 @library_errors
