@@ -279,42 +279,30 @@ def write_all_candidates(cases: list[TestCase], policy_name: str, folder: Path, 
                          on_case: Callable[[TestCase], None] | None = None
                          ) -> list[tuple[list[Candidate], list[NotChecked]]]:
     """Each test case's controls and what could not be made (:func:`write_candidates`), in the
-    order of ``cases``, made in ``workers`` case workers (:func:`regrade.run.pool.grade_in_workers`):
+    order of ``cases``, made in ``workers`` case workers (:func:`regrade.run.pool.map_in_workers`):
     each case writes files of its own name only, so the pack on disk is the same however many
     make it. ``on_case`` is called as each case is done."""
     told = on_case or (lambda case: None)
     if workers <= 1 or len(cases) < 2 * workers:
         made = []
         for case in cases:
-            made.append(_candidates_of(case, policy_name, folder))
+            made.append(_candidates_of(policy_name, folder, case))
             told(case)
         return made
-    from regrade.run.pool import WorkerJob, grade_in_workers, nothing
+    from regrade.run.pool import map_in_workers
 
-    found: dict[int, tuple[list[Candidate], list[NotChecked]]] = {}
-
-    def finish(index: int, answer: dict) -> None:
-        found[index] = answer["made"], answer["skipped"]
-        told(cases[index])
-
-    job = WorkerJob(nothing, functools.partial(_candidates_answer, policy_name, folder), nothing)
-    for index in grade_in_workers(cases, range(len(cases)), workers, job, finish):
-        case = cases[index]
-        finish(index, {"made": [], "skipped": [NotChecked(case.task_id, case.case, "controls could not be made: "
-                                                                                    "the process making them died twice")]})
-    return [found[index] for index in range(len(cases))]
+    return map_in_workers(functools.partial(_candidates_of, policy_name, folder), cases, workers,
+                          lambda index: told(cases[index]),
+                          lambda case: ([], [NotChecked(case.task_id, case.case, "controls could not be made: "
+                                                                                 "the process making them died twice")]))
 
 
-def _candidates_of(case: TestCase, policy_name: str, folder: Path) -> tuple[list[Candidate], list[NotChecked]]:
+def _candidates_of(policy_name: str, folder: Path, case: TestCase) -> tuple[list[Candidate], list[NotChecked]]:
+    """:func:`write_candidates`, an error it raises that case's reason for making none."""
     try:
         return write_candidates(case, policy_name, folder)
     except Exception as exc:  # an answer file no edit can be made in: that case, not the pack
         return [], [NotChecked(case.task_id, case.case, f"controls could not be made: {type(exc).__name__}: {exc}")]
-
-
-def _candidates_answer(policy_name: str, folder: Path, case: TestCase) -> dict:
-    made, skipped = _candidates_of(case, policy_name, folder)
-    return {"made": made, "skipped": skipped}
 
 
 def _holds_formulas(workbook: Path, targets: list[CellRef]) -> bool:

@@ -30,7 +30,7 @@ from typing import Callable
 
 from regrade.audit.controls import Control, ControlPack
 from regrade.audit.generated import not_checked_of
-from regrade.run.pool import WorkerJob, grade_in_workers, nothing
+from regrade.run.pool import map_in_workers
 from regrade.grading.graders import (CallableGrader, CommandGrader, Grader, GraderFailure, RegradeGrader,
                                      TaskContext, ValueGrader)
 from regrade.paired.stats import wilson
@@ -148,20 +148,12 @@ def grade_controls(grader: Grader, controls: list[Control], workers: int = 1,
             verdicts.append(_verdict(grader, control))
             told(control)
         return verdicts
-    found: dict[int, bool | str] = {}
-
-    def finish(index: int, answer: dict) -> None:
-        found[index] = answer["verdict"]
-        told(controls[index])
-
-    job = WorkerJob(nothing, functools.partial(_verdict_answer, grader), nothing)
     context = multiprocessing.get_context("spawn")  # a fresh interpreter: no engine or lock inherited
     # the controls of one golden go to one worker, which reads that golden once (grading.grade.load_golden)
-    for index in grade_in_workers(controls, range(len(controls)), workers, job, finish,
-                                  affinity=lambda control: control.answer, context=context):
-        finish(index, {"verdict": "the grader's worker process died on this control twice (out of memory, "
-                                  "or a crash in a reader)"})
-    return [found[index] for index in range(len(controls))]
+    return map_in_workers(functools.partial(_verdict, grader), controls, workers, lambda index: told(controls[index]),
+                          lambda control: "the grader's worker process died on this control twice (out of memory, "
+                                          "or a crash in a reader)",
+                          affinity=lambda control: control.answer, context=context)
 
 
 def runs_in_workers(grader: Grader) -> bool:
@@ -175,10 +167,6 @@ def runs_in_workers(grader: Grader) -> bool:
     if module is None or module.__name__ == "__main__":
         return False
     return getattr(module, getattr(function, "__qualname__", ""), None) is function
-
-
-def _verdict_answer(grader: Grader, control: Control) -> dict:
-    return {"verdict": _verdict(grader, control)}
 
 
 def _verdict(grader: Grader, control: Control) -> bool | str:

@@ -22,6 +22,7 @@ Two facts shape it:
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -57,11 +58,6 @@ class WorkerJob:
     grade: Callable[[Any], dict]
     stop: Callable[[], None]
     grade_or_later: Callable[[Any], dict | None] | None = None
-
-
-def nothing() -> None:
-    """A job's ``start`` or ``stop`` with nothing to open or close (a value grader opens its
-    engine itself; a worker writing controls needs none)."""
 
 
 class WorkerDied(Exception):
@@ -222,6 +218,33 @@ def grade_in_workers(cases: Sequence[Any], todo: Iterable[int], workers: int, jo
         finally:
             stop_workers(pool, interrupt=ctrl_c.pressed)  # an exception: every worker, a warm pool's too
             pool.clear()
+
+
+def map_in_workers(function: Callable[[Any], Any], items: Sequence[Any], workers: int,
+                   on_done: Callable[[int], None], if_died: Callable[[Any], Any],
+                   affinity: Callable[[Any], Hashable] | None = None, context: Context | None = None) -> list[Any]:
+    """``function(item)`` for each of ``items``, in ``workers`` case workers that open nothing
+    ahead, in the order of ``items``; ``on_done(index)`` as each is answered. An item whose worker
+    died twice gets ``if_died(item)``. ``function`` is sent to the workers: a module-level
+    function, or a partial of one. ``affinity`` and ``context`` as :func:`grade_in_workers`."""
+    found: dict[int, Any] = {}
+
+    def finish(index: int, answer: dict) -> None:
+        found[index] = answer["value"]
+        on_done(index)
+
+    job = WorkerJob(_nothing, functools.partial(_answer_of, function), _nothing)
+    for index in grade_in_workers(items, range(len(items)), workers, job, finish, affinity, context):
+        finish(index, {"value": if_died(items[index])})
+    return [found[index] for index in range(len(items))]
+
+
+def _answer_of(function: Callable[[Any], Any], item: Any) -> dict:
+    return {"value": function(item)}
+
+
+def _nothing() -> None:
+    """The start and stop of a job that opens nothing."""
 
 
 def _idle_worker(pool: list[CaseWorker], size: int, job: WorkerJob,
