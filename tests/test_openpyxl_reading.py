@@ -2,7 +2,9 @@
 openpyxl's public reading, ``openpyxl.load_workbook``, on files Excel saved: IronCalc's own
 function tests (fixtures/oracles/ironcalc, made in Excel) and, when present, the answers of
 the shared SpreadsheetBench split. Every cell of every sheet: the same value, number format
-and formula, so a change of openpyxl's internals fails here, not in a verdict."""
+and formula, so a change of openpyxl's internals fails here, not in a verdict; and what is
+parsed once per process (stylesheets, their bound named styles, external links) is the same
+for a second book of the same content as for the first."""
 
 from __future__ import annotations
 
@@ -10,9 +12,9 @@ import zipfile
 from pathlib import Path
 
 import openpyxl
-from openpyxl.xml.functions import tostring
 import pytest
 from openpyxl.reader.strings import read_string_table as openpyxl_string_table
+from openpyxl.xml.functions import tostring
 
 from regrade.workbook.openpyxl_reading import (
     MAX_NAMED_STYLES, formula_cells_of, lean_stylesheet, load_formula_book, read_book, read_box, read_string_table,
