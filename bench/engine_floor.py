@@ -10,7 +10,9 @@ them). A case whose graded cells hold no formula sends nothing to an engine and 
 as a rescore skips it. Per case, one after another in this process, without regrade's
 analysis, rewrites, rules or isolation:
 
-- Formulon: ``formulon.Workbook.load`` of the file's bytes and ``recalc()`` (this process's CPU);
+- Formulon: ``formulon.Workbook.load`` of the file's bytes and ``recalc()`` (this process's CPU),
+  on the cone copy where regrade computes one, with the whole columns regrade cuts for it cut
+  (``engines/formulon.py``; the cutting itself not counted: it is regrade's work, not Formulon's);
 - IronCalc: ``ironcalc.load_from_xlsx`` and ``evaluate()`` (this process's CPU), both on the
   cone copy where regrade computes one (``workbook/cone_copy.py``), without IronCalc's bridge
   or the whole-column cuts. IronCalc's share is small on ``bench/rescore.py``'s files; on a
@@ -42,6 +44,7 @@ from bench.rescore import answer_files  # noqa: E402
 
 from regrade.processes.cpu_time import process_tree_cpu_seconds  # noqa: E402
 from regrade.engines.cached import CachedEngine  # noqa: E402
+from regrade.engines.formulon import cut_whole_columns  # noqa: E402
 from regrade.engines.libreoffice.engine import LibreOfficeEngine  # noqa: E402
 from regrade.grading.consensus import engine_cells  # noqa: E402
 from regrade.grading.grade import GoldenError, load_golden, spilled_cells  # noqa: E402
@@ -95,14 +98,17 @@ def main() -> None:
         with cone_workbook(Path(output), analysis.graph, cells) as computed:  # as regrade narrows a heavy one
             row["cone_copy"] = computed != Path(output)
             data = computed.read_bytes()
-            started = time.process_time()
             try:
+                started = time.process_time()
                 book = formulon.Workbook.load(data)
+                loading = time.process_time() - started
+                row["formulon_cuts"] = len(cuts.originals) if (cuts := cut_whole_columns(WorkbookAnalysis(computed), book)) else 0
+                started = time.process_time()
                 book.recalc()
                 book.close()
             except Exception:  # FormulonError: what it cannot load costs what it cost
-                pass
-            row["formulon"] = time.process_time() - started
+                loading = 0.0
+            row["formulon"] = loading + time.process_time() - started
             started = time.process_time()
             try:
                 ironcalc.load_from_xlsx(str(computed)).evaluate()
