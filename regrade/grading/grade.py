@@ -8,10 +8,11 @@ cell or could not evaluate the workbook (never a fail in disguise).
 from __future__ import annotations
 
 import contextlib
-import functools
 import re
+import threading
 import time
 import warnings
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Collection, Iterator
@@ -104,6 +105,12 @@ class Golden:
             return
         with _reading(self.path, counted=True):
             self._cells.update(read_cells(self.path, missing, book=self._values_book)[1])
+
+    def forget_books(self) -> None:
+        """Let go of the workbooks kept for reading and of the formulas read (a caller still
+        reading one keeps it); the values, sheet sizes and formula cells found stay, and what
+        is asked again is read again."""
+        self._values_book = self._formula_book = self._graph = None
 
     def size(self, sheet: str) -> tuple[int, int]:
         """The sheet's last row and column as openpyxl's full load counts them."""
@@ -224,20 +231,49 @@ class GoldenError(Exception):
     """The golden workbook cannot be read."""
 
 
+OPEN_GOLDENS = 4  # goldens kept whole (their files open, their formulas once read): a task's conditions share one
+REMEMBERED_GOLDEN_CELLS = 1_000_000  # the values read of goldens past those, kept in this process (some 130 MB)
+_GOLDENS: OrderedDict[tuple, Golden] = OrderedDict()  # by the file's identity, the last used last
+_GOLDENS_LOCK = threading.Lock()
+
+
 def load_golden(path: Path) -> Golden:
-    """The golden workbook; the last few are kept, as every condition of a task reads the same one."""
+    """The golden workbook. The last few are kept whole, as every condition of a task reads the
+    same one; of those before, the values read are remembered (up to
+    :data:`REMEMBERED_GOLDEN_CELLS` cells in all), so that a process grading another run of the
+    same benchmark (a warm ``regrade serve`` worker) does not read them again. A golden is known
+    by its path, inode, size and modification and change times: a file written again is read again."""
     if (failure := screen(path).failure) is not None:
         raise GoldenError(f"golden file {path}: {failure.reason}: {failure.detail}")
-    stat = path.stat()
-    return _load_golden(path.resolve(), stat.st_mtime_ns, stat.st_size)
-
-
-@functools.lru_cache(maxsize=4)
-def _load_golden(path: Path, mtime_ns: int, size: int) -> Golden:
-    with _reading(path, counted=True):
-        book = read_book(path, data_only=True, read_only=True)
+    resolved = path.resolve()
+    stat = resolved.stat()
+    identity = (str(resolved), stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+    with _GOLDENS_LOCK:
+        if (known := _GOLDENS.get(identity)) is not None:
+            _GOLDENS.move_to_end(identity)
+            return known
+    with _reading(resolved, counted=True):
+        book = read_book(resolved, data_only=True, read_only=True)
         names = list(book.sheetnames)
-    return Golden(path, names, _values_book=book)  # kept open: its values are read next, and its strings parsed once
+    golden = Golden(resolved, names, _values_book=book)  # kept open: its values are read next, its strings parsed once
+    with _GOLDENS_LOCK:
+        _GOLDENS[identity] = golden
+        kept = list(_GOLDENS.values())
+        for older in kept[:-OPEN_GOLDENS]:
+            older.forget_books()
+        cells = sum(len(g._cells) for g in kept)
+        while cells > REMEMBERED_GOLDEN_CELLS and len(_GOLDENS) > OPEN_GOLDENS:
+            _, dropped = _GOLDENS.popitem(last=False)
+            cells -= len(dropped._cells)
+    return golden
+
+
+def forget_goldens() -> None:
+    """Forget every golden this process read (a test's, or a memory-bound caller's, fresh start)."""
+    with _GOLDENS_LOCK:
+        for golden in _GOLDENS.values():
+            golden.forget_books()
+        _GOLDENS.clear()
 
 
 _VALUE_READING = {"cpu_s": 0.0}
