@@ -20,9 +20,7 @@ walks through each.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Literal, Mapping, Sequence
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping, Sequence
 
 from regrade.audit.benchmark import BenchmarkAudit, TaskAudit
 from regrade.audit.benchmark import audit_benchmark as _audit_benchmark
@@ -52,6 +50,9 @@ from regrade.run import ResultCache, default_cache_dir, rescore_run, rescore_set
 from regrade.run.pool import WarmPool
 from regrade.runs.inventory import ConditionInventory, check_inventory
 from regrade.runs.load import LoadedRun, load_run
+
+if TYPE_CHECKING:  # pandas is imported by the functions that make a DataFrame: a command that makes none starts sooner
+    import pandas as pd
 
 COLUMNS = ["stack", "benchmark", "condition", "baseline", "grading", "n", "pass_rate_baseline", "pass_rate_treatment",
            "gains", "regressions", "retained", "residual", "net", "delta", "ci_lower", "ci_upper", "ci_method", "p_value", "test",
@@ -120,6 +121,8 @@ def rescore(dataset: str | Path | None = None, conditions: Mapping[str, str | Pa
 def diff(results: Results | str | Path, by: Literal["summary", "cells", "rules"] = "summary") -> pd.DataFrame:
     """Shallow against full grading, as ``regrade diff``: per condition (``summary``), every
     differing cell with its reason (``cells``), or the engines' abstentions by rule (``rules``)."""
+    import pandas as pd
+
     found = diff_listing(results, by)
     return pd.DataFrame(found.rows, columns=found.columns)
 
@@ -164,6 +167,8 @@ def paired_table(outcomes: pd.DataFrame | Results | str | Path, baseline: str = 
     What ``regrade table`` warns of (unpaired tasks, tasks without any output) is in
     ``.attrs["warnings"]``; ``original_from`` says what the original grading is. For several
     sources, inspect_ai logs and the notes of each, see :func:`table`."""
+    import pandas as pd
+
     if isinstance(outcomes, pd.DataFrame):
         missing = [c for c in ("condition", "task_id") if c not in outcomes.columns]
         if missing or not ({"passed", "verdict", "original_pass"} & set(outcomes.columns)):
@@ -282,6 +287,8 @@ def score_slice(pack: str | Path, conditions: Mapping[str, str | Path], key: str
 def results_frame(path: str | Path) -> pd.DataFrame:
     """A regrade results file (or an outcomes file) as a DataFrame, one row per case (an
     outcomes file's ``passed`` is its ``original_pass``)."""
+    import pandas as pd
+
     _, records = read_outcomes(Path(path))
     return pd.DataFrame([r.model_dump() for r in records])
 

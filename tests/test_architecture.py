@@ -75,3 +75,13 @@ def test_no_two_modules_import_each_other_through_a_cycle():
         if module not in state:
             visit(module, [module])
     assert not cycles, cycles
+
+
+def test_the_command_line_and_the_api_start_without_pandas():
+    """pandas (0.4 s to import) is loaded by the functions that make a DataFrame, not by every command."""
+    import subprocess
+    import sys
+
+    code = "import sys, regrade.cli.app, regrade.api; print('pandas' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert done.stdout.strip() == "False"

@@ -15,12 +15,13 @@ is its original grade).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterable, Literal, Mapping, Sequence
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping, Sequence
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from regrade.results.files import ResultsError, read_results, require_rescored
+
+if TYPE_CHECKING:  # imported where a DataFrame is made: reading records needs no pandas
+    import pandas as pd
 
 PASS_WORDS = {"true": True, "1": True, "pass": True, "yes": True, "false": False, "0": False, "fail": False, "no": False}
 
@@ -219,6 +220,8 @@ class Results(BaseModel):
 
     def frame(self) -> pd.DataFrame:
         """One row per case (cells left out: see :func:`regrade.api.diff` for them)."""
+        import pandas as pd
+
         return pd.DataFrame([case.model_dump(exclude={"cells"}) for case in self.cases])
 
 
