@@ -11,7 +11,7 @@ as a rescore skips it. Per case, one after another in this process, without regr
 analysis, rewrites, rules or isolation:
 
 - Formulon: ``formulon.Workbook.load`` of the file's bytes and ``recalc()`` (this process's CPU),
-  on the cone copy where regrade computes one, with the whole columns regrade cuts for it cut
+  on the cone copy where regrade computes one, with the tall ranges regrade cuts for it cut
   (``engines/formulon.py``; the cutting itself not counted: it is regrade's work, not Formulon's);
 - IronCalc: ``ironcalc.load_from_xlsx`` and ``evaluate()`` (this process's CPU), both on the
   cone copy where regrade computes one (``workbook/cone_copy.py``), without IronCalc's bridge
@@ -44,7 +44,7 @@ from bench.rescore import answer_files  # noqa: E402
 
 from regrade.processes.cpu_time import process_tree_cpu_seconds  # noqa: E402
 from regrade.engines.cached import CachedEngine  # noqa: E402
-from regrade.engines.formulon import cut_whole_columns  # noqa: E402
+from regrade.engines.formulon import cut_tall_ranges  # noqa: E402
 from regrade.engines.libreoffice.engine import LibreOfficeEngine  # noqa: E402
 from regrade.grading.consensus import engine_cells  # noqa: E402
 from regrade.grading.grade import GoldenError, load_golden, spilled_cells  # noqa: E402
@@ -102,7 +102,7 @@ def main() -> None:
                 started = time.process_time()
                 book = formulon.Workbook.load(data)
                 loading = time.process_time() - started
-                row["formulon_cuts"] = len(cuts.originals) if (cuts := cut_whole_columns(WorkbookAnalysis(computed), book)) else 0
+                row["formulon_cuts"] = len(cuts.originals) if (cuts := cut_tall_ranges(WorkbookAnalysis(computed), book)) else 0
                 started = time.process_time()
                 book.recalc()
                 book.close()

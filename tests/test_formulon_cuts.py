@@ -1,6 +1,6 @@
-"""Whole columns cut before Formulon computes (engines/formulon.py, engines/range_rewrites.py):
-the text of the cuts, Formulon's values through them against its own values of the uncut file
-and values worked out by hand, and Excel's cached values of SpreadsheetBench task 68-47."""
+"""Ranges written with rows to the sheet's end, cut before Formulon computes (engines/formulon.py,
+engines/range_rewrites.py): the text of the cuts, Formulon's values through them against its own
+values of the uncut file and values worked out by hand, and Excel's cached values of task 68-47."""
 
 from pathlib import Path
 
@@ -50,7 +50,7 @@ def test_formulon_computes_the_cut_ranges_as_excel_and_as_itself_uncut(workbook)
     require_engines("formulon")
     import formulon
 
-    from regrade.engines.formulon import FormulonEngine, cut_whole_columns
+    from regrade.engines.formulon import FormulonEngine, cut_tall_ranges
 
     path = workbook({"A2": "x", "A3": 5, "A4": "y", "B2": 10, "B3": 20,
                      **{where: formula for where, (formula, _) in CUT_BY_HAND.items()}})
@@ -63,7 +63,7 @@ def test_formulon_computes_the_cut_ranges_as_excel_and_as_itself_uncut(workbook)
 
     book = formulon.Workbook.load(path.read_bytes())
     try:
-        cuts = cut_whole_columns(WorkbookAnalysis(path), book)
+        cuts = cut_tall_ranges(WorkbookAnalysis(path), book)
         assert cuts is not None and len(cuts.originals) == len(CUT_BY_HAND)  # every one of them was cut
         assert "XFD" in book.get_formula(0, 0, 3)
     finally:
@@ -80,15 +80,15 @@ def test_an_array_formula_spilling_below_the_assumed_last_row_undoes_the_cuts(wo
     require_engines("formulon")
     import formulon
 
-    from regrade.engines.formulon import WholeColumnCuts
+    from regrade.engines.formulon import TallRangeCuts
 
     path = workbook({"A1": 1, "C1": ArrayFormula("C1:C5", "=ROW(A1:A5)")})
     book = formulon.Workbook.load(path.read_bytes())
     try:
         book.recalc()
         assert book.spill_info(0, 0, 2).rows == 5
-        assert WholeColumnCuts({(0, 0, 3): "=1"}, {0: 3}, [(0, 0, 2)]).spilled_past(book)
-        assert not WholeColumnCuts({(0, 0, 3): "=1"}, {0: 5}, [(0, 0, 2)]).spilled_past(book)
+        assert TallRangeCuts({(0, 0, 3): "=1"}, {0: 3}, [(0, 0, 2)]).spilled_past(book)
+        assert not TallRangeCuts({(0, 0, 3): "=1"}, {0: 5}, [(0, 0, 2)]).spilled_past(book)
     finally:
         book.close()
 
@@ -103,7 +103,7 @@ def test_formulon_gives_excels_cached_values_of_task_68_47_through_the_cuts():
     require_engines("formulon")
     import formulon
 
-    from regrade.engines.formulon import FormulonEngine, cut_whole_columns
+    from regrade.engines.formulon import FormulonEngine, cut_tall_ranges
 
     for path in sorted(Path(task).glob("*_answer.xlsx")):
         sheet = openpyxl.load_workbook(path, data_only=True)["2023"]
@@ -117,7 +117,7 @@ def test_formulon_gives_excels_cached_values_of_task_68_47_through_the_cuts():
         assert any(value for value in cached)  # the column is not all blank
         book = formulon.Workbook.load(path.read_bytes())
         try:
-            cuts = cut_whole_columns(WorkbookAnalysis(path), book)
+            cuts = cut_tall_ranges(WorkbookAnalysis(path), book)
             assert cuts is not None and len(cuts.originals) >= 134
         finally:
             book.close()

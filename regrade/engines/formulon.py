@@ -119,7 +119,7 @@ class FormulonEngine(PythonPackageEngine):
         except Exception as exc:  # FormulonError: a file it cannot parse
             return WorkbookValues(failure=WorkbookFailure("load-failed", f"Formulon cannot load it: {exc}"))
         try:
-            cuts = cut_whole_columns(analysis, book)
+            cuts = cut_tall_ranges(analysis, book)
             failure = _recalculated(book)
             if failure is None and cuts is not None and cuts.spilled_past(book):
                 book.close()
@@ -179,8 +179,8 @@ _TALL = re.compile(r"\d{5}")  # a row past 9,999: a whole column (B:Z) is quick 
 
 
 @dataclass
-class WholeColumnCuts:
-    """The formulas cut before Formulon computes: each one's own text (by 0-based sheet index,
+class TallRangeCuts:
+    """The formulas whose tall ranges were cut before Formulon computes: each one's own text (by 0-based sheet index,
     row and column), the last used row of each sheet the cuts assumed, and the array formulas'
     first cells, whose spills must stay above it."""
 
@@ -198,10 +198,10 @@ class WholeColumnCuts:
         return False
 
 
-def cut_whole_columns(analysis: WorkbookAnalysis, book: Any) -> WholeColumnCuts | None:
-    """Cut the whole columns of the plain formulas of a loaded book (see the module's text), in
-    the book; None when nothing is cut. The file's formula graph is read only when a formula
-    of the file would be cut were its sheets one row long."""
+def cut_tall_ranges(analysis: WorkbookAnalysis, book: Any) -> TallRangeCuts | None:
+    """Cut, in a loaded book, the ranges its plain formulas write with rows to the sheet's end
+    (see the module's text); None when nothing is cut. The file's formula graph is read only
+    when a formula of the file would be cut were its sheets one row long."""
     import formulon
 
     texts = formula_texts(analysis.path, _CUT_NEEDLES)
@@ -212,7 +212,7 @@ def cut_whole_columns(analysis: WorkbookAnalysis, book: Any) -> WholeColumnCuts 
         return None
     names = [book.sheet_name(index) for index in range(book.sheet_count())]
     readers = last_row_readers({sheet.lower(): graph.dimensions(sheet)[0] for sheet in graph.sheets})
-    cuts = WholeColumnCuts({}, {}, [])
+    cuts = TallRangeCuts({}, {}, [])
     for found in formula_cells_of(graph.book):
         if found.sheet not in names:
             continue
