@@ -370,12 +370,14 @@ def grade(
         expected, actual = golden.value(ref), values.cells[ref]
         if recomputed:  # Excel's text, and the engine's, hold control characters themselves
             expected = decoded_text(expected)
-        if recomputed and not isinstance(actual, CannotEvaluate) and _uncached_golden(golden, ref, expected, actual):
-            actual = CannotEvaluate("uncached-golden", f"the golden's formula at {ref} has no cached value")
-        if recomputed:
-            actual = rounding_boundary(policy, expected, actual) or actual
-        if isinstance(actual, CannotEvaluate) or not policy.equal(expected, actual):
-            result.cells.append(CellOutcome(ref, expected, actual, values.formulas.get(ref)))
+            if not isinstance(actual, CannotEvaluate) and _uncached_golden(golden, ref, expected, actual):
+                actual = CannotEvaluate("uncached-golden", f"the golden's formula at {ref} has no cached value")
+        if not isinstance(actual, CannotEvaluate):
+            if policy.equal(expected, actual):
+                continue
+            if recomputed:  # unequal under the policy: an abstention where binary rounding alone sets them apart
+                actual = rounding_boundary(policy, expected, actual) or actual
+        result.cells.append(CellOutcome(ref, expected, actual, values.formulas.get(ref)))
     mismatches = [c for c in result.cells if not c.abstained]
     if missing_sheets:
         near = {name: resolve_sheet(name, values.sheet_names) for name in missing_sheets}
