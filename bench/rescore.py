@@ -20,6 +20,10 @@ ways, side by side:
 
 With ``--floor``, ``bench/engine_floor.py`` measures the engines' own work on the same files
 (their CPU and starts, divided among the workers): ``floor_s``, and each wall's ratio to it.
+Each regrade run also records its own floor in its provenance (``engine_work``: the engines'
+CPU and starts as that run spent them, plus the reading of goldens any grader needs, divided
+among the workers; :class:`regrade.run.rescore.EngineWork`): ``own_floor`` gives it, its wall
+time as that run measured it, and their ratio, for (b) and (d).
 
 regrade's own modules are compiled to bytecode first, as installing it from a wheel does:
 otherwise, where PYTHONDONTWRITEBYTECODE is set, (b) and (c) would each spend about a
@@ -128,6 +132,12 @@ def warm_engines_run(manifest: Path, scratch: Path, workers: int) -> float:
         warm.close()
 
 
+def own_floor_of(results: Path) -> dict:
+    """A regrade results file's own floor, its wall time and their ratio (its provenance's ``engine_work``)."""
+    work = json.loads(results.read_text().splitlines()[0]).get("engine_work") or {}
+    return {"floor_s": work.get("floor_s"), "wall_s": work.get("wall_s"), "wall_over_floor": work.get("wall_over_floor")}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
@@ -172,6 +182,7 @@ def main() -> None:
             sys.exit(f"the warm-engines run failed: {child.stderr[-2000:]}")
         d_wall = json.loads(child.stdout.strip().splitlines()[-1])["seconds"]
         warm_engines = [json.loads(line) for line in (scratch / "warm-engines.jsonl").read_text().splitlines()[1:]]
+        own_floor = {label: own_floor_of(scratch / name) for label, name in (("b", "cold.jsonl"), ("d", "warm-engines.jsonl"))}
         floor = None
         if args.floor:
             measured = subprocess.run([sys.executable, str(ROOT / "bench" / "engine_floor.py"), "--corpus",
@@ -201,6 +212,7 @@ def main() -> None:
         "floor_s": floor,
         "cold_over_floor": round(b_wall / floor, 2) if floor else None,
         "warm_engines_over_floor": round(d_wall / floor, 2) if floor else None,
+        "own_floor": own_floor,
         "verdict_agreement": round(agree / n, 4),
         "undecided_by_regrade": sum(v is None for v in b_verdicts.values()),
         "warm_equals_cold": same_warm,
@@ -215,6 +227,9 @@ def main() -> None:
     print(f"(a)/(b) = {figures['ratio_cold']}x   (a)/(c) = {figures['ratio_warm']}x   (a)/(d) = "
           f"{figures['ratio_warm_engines']}x   "
           f"(a) and (b) agree on {agree} of {n} ({figures['undecided_by_regrade']} undecided by regrade)")
+    for label, own in own_floor.items():
+        print(f"({label}) by its own provenance: wall {own['wall_s']} s, floor {own['floor_s']} s, "
+              f"{own['wall_over_floor']}x the floor")
     print(json.dumps(figures))
 
 
