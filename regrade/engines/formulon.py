@@ -211,13 +211,13 @@ def cut_tall_ranges(analysis: WorkbookAnalysis, book: Any) -> TallRangeCuts | No
     if graph is None:
         return None
     names = [book.sheet_name(index) for index in range(book.sheet_count())]
-    readers = last_row_readers({sheet.lower(): graph.dimensions(sheet)[0] for sheet in graph.sheets})
-    cuts = TallRangeCuts({}, {}, [])
+    last_rows = {sheet: graph.dimensions(sheet)[0] for sheet in graph.sheets}
+    readers = last_row_readers({sheet.lower(): row for sheet, row in last_rows.items()})
+    cuts = TallRangeCuts({}, {names.index(sheet): row for sheet, row in last_rows.items() if sheet in names}, [])
     for found in formula_cells_of(graph.book):
         if found.sheet not in names:
             continue
         place = (names.index(found.sheet), found.row - 1, found.column - 1)
-        cuts.last_rows[place[0]] = graph.dimensions(found.sheet)[0]
         if isinstance(found.cell.value, ArrayFormula):
             cuts.anchors.append(place)
             continue
