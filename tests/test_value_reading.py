@@ -99,3 +99,64 @@ def test_a_formula_openpyxl_cannot_read_fails_the_reading_only_when_formulas_are
         read_cells(broken, cells, formulas=True)
     assert CachedEngine().evaluate(broken, cells).failure.reason == "unreadable-output"
     assert CachedEngine(read_formulas=False).evaluate(broken, cells).cells[cells[0]] == 8
+
+
+# Every kind of cell openpyxl's parse_cell tells apart, as other writers than Excel write them:
+# inline strings (plain, spaced, empty, rich), booleans, t="str", t="d", an error, a date and a
+# date past Excel's range (openpyxl reads it as #VALUE!), an empty <v/>, cells and a row without
+# r, a row numbered "5.0", a style id of "0".
+EVERY_KIND = (
+    '<sheetData>'
+    '<row r="2"><c r="A2" t="inlineStr"><is><t>plain</t></is></c>'
+    '<c r="B2" t="inlineStr"><is><t xml:space="preserve"> spaced </t></is></c>'
+    '<c r="C2" t="inlineStr"><is><t/></is></c><c r="D2" t="inlineStr"><is/></c><c r="E2" t="inlineStr"/>'
+    '<c r="F2" t="inlineStr"><is><r><t>ri</t></r><r><rPr><b/></rPr><t>ch</t></r></is></c></row>'
+    '<row r="3"><c r="A3" t="b"><v>1</v></c><c r="B3" t="b"><v>0</v></c><c r="C3" t="str"><v>text</v></c>'
+    '<c r="D3" t="d"><v>2024-02-29T12:30:00</v></c><c r="E3" t="e"><v>#N/A</v></c>'
+    '<c r="F3" s="1"><v>45000.5</v></c><c r="G3" s="1"><v>1e10</v></c><c r="H3"><v/></c>'
+    '<c r="I3" s="0"><v>2.5E-3</v></c></row>'
+    '<row><c><v>7</v></c><c t="inlineStr"><is><t>no r</t></is></c><c r="D4"><v>8</v></c><c><v>9</v></c></row>'
+    '<row r="5.0"><c r="A5"><v>-3</v></c></row>'
+    '</sheetData>'
+)
+
+
+def with_sheet_data(path, tmp_path, name: str, sheet_data: str):
+    changed = tmp_path / name
+    with zipfile.ZipFile(path) as original, zipfile.ZipFile(changed, "w") as copy:
+        for info in original.infolist():
+            data = original.read(info.filename)
+            if info.filename == "xl/worksheets/sheet1.xml":
+                data = re.sub(rb"<sheetData>.*</sheetData>", sheet_data.encode(), data, flags=re.S)
+            copy.writestr(info, data)
+    return changed
+
+
+def test_every_kind_of_cell_reads_as_openpyxl_reads_it(excel_cells, tmp_path):
+    path = with_sheet_data(excel_cells, tmp_path, "kinds.xlsx", EVERY_KIND)
+    expected = openpyxl_reading(path, True, "A2:I5")
+    cells = [CellRef("Sheet", row, column) for row in range(2, 6) for column in range(1, 10)]
+    values = read_cells(path, cells, formulas=True)[1]
+    assert {(r.row, r.column): v for r, v in values.items() if v != (None, "General")} == \
+        {key: v for key, v in expected.items() if v != (None, "General")}
+    assert {key: type(v[0]) for key, v in expected.items()} == {(r.row, r.column): type(v[0])
+                                                                for r, v in values.items() if (r.row, r.column) in expected}
+    assert expected[(2, 1)][0] == "plain" and expected[(2, 6)][0] == "rich" and expected[(3, 7)][0] == "#VALUE!"
+    assert expected[(4, 2)][0] == "no r" and expected[(4, 4)][0] == 8 and expected[(4, 5)][0] == 9  # D4 moves the count on
+    assert expected[(3, 6)][0] == dt.datetime(2023, 3, 15, 12, 0) and expected[(5, 1)][0] == -3
+
+
+@pytest.mark.parametrize("sheet_data", [
+    '<sheetData><row r="2.5"><c r="A2"><v>1</v></c></row></sheetData>',  # a row number that is no integer
+    '<sheetData><row r="2"><c r="A2" t="s"><v>999</v></c></row></sheetData>',  # no such shared string
+    '<sheetData><row r="2"><c r="A2" s="x"><v>1</v></c></row></sheetData>',  # a style id that is no number
+    '<sheetData><row r="2"><c r="A2" s="77"><v>1</v></c></row></sheetData>',  # no such style
+    '<sheetData><row r="2"><c r="A2"><v>one</v></c></row></sheetData>',  # a number that is not one
+], ids=["row", "shared-string", "style-text", "style-missing", "number"])
+def test_a_cell_openpyxl_cannot_read_fails_the_reading_as_it_fails_openpyxl(excel_cells, tmp_path, sheet_data):
+    path = with_sheet_data(excel_cells, tmp_path, "broken.xlsx", sheet_data)
+    with pytest.raises(Exception) as theirs:
+        openpyxl_reading(path, True, "A2:B2")
+    with pytest.raises(Exception) as ours:
+        read_cells(path, [CellRef("Sheet", 2, 1)])
+    assert type(ours.value) is type(theirs.value)

@@ -8,7 +8,8 @@ holds each against openpyxl's public ``load_workbook`` on real files.
   reads;
 - :func:`formula_cells_of`: the formula cells a sheet holds, not its bounding box;
 - :func:`read_box`: cached values and formulas of chosen cells in one pass over a read-only
-  sheet, with openpyxl's own sheet parser.
+  sheet, with openpyxl's own sheet parser and its cell reading redone without a dict and a
+  method call per cell (:class:`_ValuesAndFormulas`).
 
 openpyxl parses ``xl/styles.xml`` whole every time it opens a workbook, 11 ms on average for a
 SpreadsheetBench file and a third of the Python time of rescoring a small one, which opens
@@ -46,14 +47,13 @@ import warnings
 import zipfile
 from collections import OrderedDict, defaultdict
 from pathlib import Path
-from typing import Any, Collection, Iterator
+from typing import Any, Callable, Collection, Iterator
 from xml.etree import ElementTree
 
 import openpyxl
 from defusedxml.ElementTree import fromstring
 from openpyxl import Workbook
 from openpyxl.cell.cell import Cell
-from openpyxl.cell.read_only import ReadOnlyCell
 from openpyxl.cell.text import Text
 from openpyxl.packaging.relationship import get_rels_path
 from openpyxl.packaging.workbook import WorkbookPackage
@@ -61,7 +61,10 @@ from openpyxl.reader.excel import ExcelReader
 from openpyxl.reader.workbook import WorkbookParser
 from openpyxl.styles.builtins import styles as builtin_styles
 from openpyxl.styles.named_styles import NamedStyleList
+from openpyxl.styles.numbers import BUILTIN_FORMATS, BUILTIN_FORMATS_MAX_SIZE
 from openpyxl.styles.stylesheet import Stylesheet
+from openpyxl.utils.cell import coordinate_to_tuple
+from openpyxl.utils.datetime import from_excel, from_ISO8601
 from openpyxl.utils.indexed_list import IndexedList
 from openpyxl.workbook.external_link.external import ExternalLink, read_external_link
 from openpyxl.xml.constants import ARC_STYLE, SHARED_STRINGS, SHEET_MAIN_NS
@@ -344,26 +347,127 @@ def formula_cells_of(book: openpyxl.Workbook) -> Iterator[FormulaCell]:
 
 
 class _ValuesAndFormulas(WorkSheetParser):
-    """openpyxl's sheet parser reading cached values (``data_only``) that also keeps, under
-    ``"formula"``, each formula cell's formula as its ``data_only=False`` parse gives it (the
-    shared formulas translated to the cell, in the same order). The first formula it cannot
-    read is kept in ``failure``, raised by the caller once the values are read."""
+    """openpyxl's sheet parser reading cached values (``data_only``), each row's cells as
+    ``(row, column, value, style id, formula)`` tuples, that also keeps, with ``formulas``,
+    each formula cell's formula as its ``data_only=False`` parse gives it (the shared formulas
+    translated to the cell, in the same order). The first formula it cannot read is kept in
+    ``failure``, raised by the caller once the values are read.
+
+    A row is read as openpyxl 3.1's ``parse_row`` and ``parse_cell`` read it, step for step
+    and with the same errors, without a dict and a method call per cell and with a plain
+    inline string (``<is><t>text</t></is>``) taken as its text, as :func:`read_string_table`
+    takes a plain shared one: under cProfile, those were two thirds of the time ``read_box``
+    spent on bench/rescore.py's 200 files. tests/test_openpyxl_reading.py holds every value,
+    data type and number format against ``openpyxl.load_workbook`` on real files."""
 
     def __init__(self, *args: Any, formulas: bool, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.formulas = formulas
         self.failure: Exception | None = None
 
-    def parse_cell(self, element: Any) -> dict:
-        cell = super().parse_cell(element)
+    def parse_row(self, row: Any) -> tuple[int, list[tuple]]:  # type: ignore[override]
+        number = row.get("r")
+        if number is not None:
+            try:
+                self.row_counter = int(number)
+            except ValueError:
+                as_float = float(number)
+                if not as_float.is_integer():
+                    raise ValueError(f"{number} is not a valid row number") from None
+                self.row_counter = int(as_float)
+        else:
+            self.row_counter += 1
+        self.col_counter = 0
+        return self.row_counter, [self._cell(element) for element in row]
+
+    def _cell(self, element: Any) -> tuple:
+        """openpyxl's ``parse_cell`` with ``data_only``: (row, column, value, style id, formula)."""
+        get = element.get
+        data_type = get("t", "n")
+        coordinate = get("r")
+        style_id = get("s", 0)
+        if style_id:
+            style_id = int(style_id)
+        value = None if data_type == "inlineStr" else element.findtext(_VALUE, None) or None
+        if coordinate:
+            row, column = _coordinate(coordinate)
+            self.col_counter = column
+        else:
+            self.col_counter += 1
+            row, column = self.row_counter, self.col_counter
+        if value is not None:
+            if data_type == "n":
+                value = _cast_number(value)
+                if style_id in self.date_formats:
+                    try:
+                        value = from_excel(value, self.epoch, timedelta=style_id in self.timedelta_formats)
+                    except (OverflowError, ValueError):
+                        value = "#VALUE!"  # openpyxl warns, and reads it as this error
+            elif data_type == "s":
+                value = self.shared_strings[int(value)]
+            elif data_type == "b":
+                value = bool(int(value))
+            elif data_type == "d":
+                value = from_ISO8601(value)
+        elif data_type == "inlineStr" and (child := element.find(_INLINE_STRING)) is not None:
+            if not child.attrib and len(child) == 1 and child[0].tag == _STRING_TEXT and not len(child[0]):
+                value = child[0].text  # what Text.from_tree(child).content gives for it
+                if value is None:
+                    value = ""
+            else:
+                value = Text.from_tree(child).content  # type: ignore[union-attr]  # of an element, never None
+        formula = None
         if self.formulas and self.failure is None and element.find(FORMULA_TAG) is not None:
             try:
-                cell["formula"] = self.parse_formula(element)
+                formula = self.parse_formula(element)
             except MemoryError:
                 raise
             except Exception as exc:  # what openpyxl's formula reading would have raised here
                 self.failure = exc
-        return cell
+        return row, column, value, style_id, formula
+
+
+_VALUE = f"{{{SHEET_MAIN_NS}}}v"
+_INLINE_STRING = f"{{{SHEET_MAIN_NS}}}is"
+_COORDINATES: dict[str, tuple[int, int]] = {}
+_COORDINATES_KEPT = 200_000  # coordinate texts remembered (some 30 MB): goldens and outputs share most
+
+
+def _coordinate(text: str) -> tuple[int, int]:
+    """openpyxl's ``coordinate_to_tuple(text)``, remembered: the same raises the same."""
+    found = _COORDINATES.get(text)
+    if found is None:
+        found = coordinate_to_tuple(text)
+        if len(_COORDINATES) >= _COORDINATES_KEPT:
+            _COORDINATES.clear()
+        _COORDINATES[text] = found
+    return found
+
+
+def _cast_number(text: str) -> int | float:
+    """openpyxl's ``_cast_number``."""
+    if "." in text or "E" in text or "e" in text:
+        return float(text)
+    return int(text)
+
+
+def _number_formats(book: Any) -> Callable[[int], str]:
+    """The number format of a style id, as openpyxl's ``ReadOnlyCell.number_format`` gives it
+    for a cell of ``book`` (the same errors for an id the stylesheet lacks), each once."""
+    known: dict[int, str] = {}
+
+    def number_format(style_id: int) -> str:
+        found = known.get(style_id)
+        if found is None:
+            format_id = book._cell_styles[style_id].numFmtId
+            if format_id < BUILTIN_FORMATS_MAX_SIZE:
+                found = BUILTIN_FORMATS.get(format_id, "General")
+            else:
+                found = book._number_formats[format_id - BUILTIN_FORMATS_MAX_SIZE]
+            known[style_id] = found
+        return found
+
+    return number_format
 
 
 def read_box(ws: Any, positions: Collection[tuple[int, int]], formulas: bool
@@ -381,6 +485,7 @@ def read_box(ws: Any, positions: Collection[tuple[int, int]], formulas: bool
         parser = _ValuesAndFormulas(source, ws._shared_strings, data_only=True, epoch=book.epoch,
                                     date_formats=book._date_formats, timedelta_formats=book._timedelta_formats,
                                     formulas=formulas)
+        number_format = _number_formats(book)
         next_row = min_row
         for number, row in parser.parse():
             if number > max_row:
@@ -388,14 +493,12 @@ def read_box(ws: Any, positions: Collection[tuple[int, int]], formulas: bool
             if number < next_row:
                 continue
             next_row = number + 1
-            in_box = {cell["column"]: cell for cell in row if min_col <= cell["column"] <= max_col}
+            in_box = {cell[1]: cell for cell in row if min_col <= cell[1] <= max_col}
             for column in sorted(in_box):
-                cell = in_box[column]
-                formula = cell.pop("formula", None)
-                key = (cell["row"], cell["column"])
+                row_of, _, value, style_id, formula = in_box[column]
+                key = (row_of, column)
                 if key in positions:
-                    read = ReadOnlyCell(ws, **cell)
-                    values[key] = (read.value, read.number_format)
+                    values[key] = (value, number_format(style_id))
                     if formula is not None:
                         formula_of[key] = formula
                     else:
