@@ -5,7 +5,8 @@ import datetime as dt
 import pytest
 
 from regrade.values import CannotEvaluate, CellRef, ExcelError
-from regrade.grading.policies import KnownExtent, SpreadsheetBenchPolicy, get_policy, spreadsheetbench_equal
+from regrade.grading.policies import (KnownExtent, SpreadsheetBenchPolicy, get_policy, spreadsheetbench_equal,
+                                      spreadsheetbench_surely_equal)
 
 
 @pytest.mark.parametrize(
@@ -36,6 +37,18 @@ from regrade.grading.policies import KnownExtent, SpreadsheetBenchPolicy, get_po
 )
 def test_value_rules(golden, output, equal):
     assert spreadsheetbench_equal(golden, output) is equal
+
+
+def test_what_is_settled_as_equal_at_once_is_equal_under_the_rules():
+    values = [1, 1.0, 1.004, True, False, 0, None, "", "1", "abc", "nan", float("nan"), 2.675, dt.datetime(2024, 1, 2),
+              dt.time(12, 30), ExcelError("#N/A"), "#N/A", CannotEvaluate("timeout")]
+    pairs = [(a, b) for a in values for b in values]
+    settled = spreadsheetbench_surely_equal([a for a, _ in pairs], [b for _, b in pairs])
+    for (a, b), sure in zip(pairs, settled):
+        if sure:
+            assert spreadsheetbench_equal(a, b), (a, b)
+    assert [repr(a) for (a, b), sure in zip(pairs, settled) if sure] == [  # each with itself alone: NaN is not
+        "1", "1.0", "1.004", "True", "False", "0", "None", "2.675"]
 
 
 def test_an_abstention_cannot_be_compared():

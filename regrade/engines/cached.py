@@ -7,6 +7,8 @@ nothing: a formula written by openpyxl has no cached value and reads as ``None``
 from __future__ import annotations
 
 import warnings
+from itertools import groupby, repeat
+from operator import itemgetter
 from pathlib import Path
 from typing import Sequence
 
@@ -43,7 +45,11 @@ class CachedEngine(EngineBase):
         known = formula_cells(path)
         if known is None:
             return True
-        return any((ref.row, ref.column) in known.get(resolve_sheet(ref.sheet, list(known)) or "", ()) for ref in cells)
+        for name, refs in _by_sheet_name(cells).items():
+            if (found := known.get(resolve_sheet(name, list(known)) or "")) and any(
+                    (ref.row, ref.column) in found for ref in refs):
+                return True
+        return False
 
     def evaluate(self, path: Path, cells: Sequence[CellRef]) -> WorkbookValues:
         if (refused := refusal(path)) is not None:
@@ -57,13 +63,15 @@ class CachedEngine(EngineBase):
         except Exception as exc:  # openpyxl raises many kinds on a broken file; all mean unreadable
             return WorkbookValues(failure=WorkbookFailure("unreadable-output", f"openpyxl cannot read it: {exc}"))
         result = WorkbookValues(sheet_names=names)
+        found, number_formats = result.cells, result.number_formats
         for ref in cells:
-            if ref not in values:
+            if (read := values.get(ref)) is None:
                 continue
-            value, result.number_formats[ref] = values[ref]
+            value, number_formats[ref] = read
             if isinstance(value, str) and value in EXCEL_ERROR_CODES:
                 value = ExcelError(value)
-            result.cells[ref] = value
+            found[ref] = value
+        for ref in (cells if formulas else ()):
             formula = formulas.get(ref)
             if isinstance(formula, str) and formula.startswith("="):
                 result.formulas[ref] = formula
@@ -92,24 +100,35 @@ def read_cells(path: Path, cells: Sequence[CellRef], formulas: bool = False, boo
         book = read_book(path, data_only=True, read_only=True)
     try:
         names = list(book.sheetnames)
-        wanted: dict[str, list[CellRef]] = {}
-        for ref in cells:
-            sheet = resolve_sheet(ref.sheet, names)
-            if sheet is not None:
-                wanted.setdefault(sheet, []).append(ref)
+        wanted: dict[str, dict[tuple[int, int], CellRef]] = {}  # by sheet: each position's cell (the last asked)
+        for name, refs in _by_sheet_name(cells).items():
+            if (sheet := resolve_sheet(name, names)) is not None:
+                wanted.setdefault(sheet, {}).update(zip(map(_POSITION, refs), refs))
         values: dict[CellRef, tuple] = {}
         found_formulas: dict[CellRef, object] = {}
-        for sheet, refs in wanted.items():
-            positions = {(ref.row, ref.column): ref for ref in refs}
+        for sheet, positions in wanted.items():
             seen, formula_of = read_box(book[sheet], positions, formulas)
-            for key, ref in positions.items():
-                values[ref] = seen.get(key, (None, "General"))
-                if key in formula_of:
-                    found_formulas[ref] = formula_of[key]
+            values.update(zip(positions.values(), map(seen.get, positions, repeat(_EMPTY))))
+            found_formulas.update((positions[key], formula) for key, formula in formula_of.items())
         return names, values, found_formulas
     finally:
         if opened:
             book.close()
+
+
+_EMPTY = (None, "General")  # a cell the file does not hold
+
+
+def _by_sheet_name(cells: Sequence[CellRef]) -> dict[str, list[CellRef]]:
+    """The cells by the sheet name they give, each name's in their order."""
+    grouped: dict[str, list[CellRef]] = {}
+    for name, run in groupby(cells, key=_SHEET_NAME):
+        grouped.setdefault(name, []).extend(run)
+    return grouped
+
+
+_SHEET_NAME = itemgetter(0)  # a CellRef's sheet
+_POSITION = itemgetter(1, 2)  # a CellRef's (row, column)
 
 
 class CachedAreas:

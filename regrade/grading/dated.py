@@ -42,7 +42,7 @@ def dated_cells(golden: Golden, targets: list[CellRef]) -> list[CellRef]:
     """The golden's graded formulas that depend on TODAY(), when that is its only obstacle:
     none of them calls another volatile function (its cached values are checked by
     ``Golden.problem``); otherwise none."""
-    formulas = [t for t in targets if t.sheet in golden.sheet_names and golden.is_formula(t)]
+    formulas = golden.formulas_among(targets)
     volatile, _ = golden.unrepeatable(formulas)
     return volatile if all(golden.volatile_calls(ref) <= DATED for ref in volatile) else []
 

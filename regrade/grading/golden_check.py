@@ -37,7 +37,7 @@ Departures = dict[str, dict[CellRef, str]]  # engine -> graded cell -> what it c
 
 def checked_cells(golden: Golden, targets: Sequence[CellRef]) -> list[CellRef]:
     """The graded cells the golden holds a formula with a cached value in: Excel's results to check an engine on."""
-    return [t for t in targets if t.sheet in golden.sheet_names and golden.is_formula(t) and golden.value(t) is not None]
+    return [t for t in golden.formulas_among(targets) if golden.value(t) is not None]
 
 
 def golden_departures(policy: Policy, golden: Golden, targets: Sequence[CellRef], fulls: Sequence[Engine],

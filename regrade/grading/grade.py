@@ -8,12 +8,15 @@ cell or could not evaluate the workbook (never a fail in disguise).
 from __future__ import annotations
 
 import contextlib
+import operator
 import re
 import threading
 import time
 import warnings
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from itertools import compress, groupby, repeat
+from operator import itemgetter
 from pathlib import Path
 from typing import Collection, Iterator
 
@@ -121,12 +124,19 @@ class Golden:
         return self._sizes[sheet]
 
     def value(self, ref: CellRef) -> CellResult:
-        if ref not in self._cells:
+        found = self._cells.get(ref)
+        if found is None:
             self.read([ref])
-        value = self._cells.get(ref, (None, "General"))[0]
+            found = self._cells.get(ref, _EMPTY)
+        value = found[0]
         if isinstance(value, str) and value in EXCEL_ERROR_CODES:
             return ExcelError(value)
         return value
+
+    def values_read(self, refs: list[CellRef], unread: object) -> list:
+        """The value of each of ``refs`` as the file stores it (an error code as its text),
+        ``unread`` for one not read yet (:meth:`value` reads it)."""
+        return list(map(_FIRST, map(self._cells.get, refs, repeat((unread, None)))))
 
     def number_format(self, ref: CellRef) -> str:
         if ref not in self._cells:
@@ -148,7 +158,7 @@ class Golden:
         opened in Excel), or one depends on a volatile function, whose saved value is
         of the moment the golden was saved.
         """
-        formulas = [t for t in targets if t.sheet in self.sheet_names and self.is_formula(t)]
+        formulas = self.formulas_among(targets)
         if not formulas:
             return None
         if all(self.value(t) is None for t in formulas):
@@ -200,6 +210,18 @@ class Golden:
             self._formula_book = load_formula_book(self.path)
         return self._formula_book
 
+    def formulas_among(self, refs: list[CellRef]) -> list[CellRef]:
+        """Those of ``refs`` on the golden's sheets that hold a formula, in their order."""
+        if self._formula_cells is None:
+            self._formula_cells = formula_cells(self.path) or {}
+        if not self._formula_cells:  # the quick scan could not answer
+            return [ref for ref in refs if ref.sheet in self.sheet_names and self.is_formula(ref)]
+        found = []
+        for name, run in groupby(refs, key=_SHEET_NAME):
+            if (cells := self._formula_cells.get(name)) and name in self.sheet_names:
+                found.extend(ref for ref in run if (ref.row, ref.column) in cells)
+        return found
+
     def is_formula(self, ref: CellRef) -> bool:
         if self._formula_cells is None:
             self._formula_cells = formula_cells(self.path) or {}
@@ -225,6 +247,11 @@ class Golden:
 
 _UNREPEATABLE_MENTION = re.compile(  # a volatile call, or a reference to another workbook: [1]Data!A1
     r"(?i)\b(?:" + "|".join(sorted(VOLATILE_FUNCTIONS)) + r")\s*\(|\[\d+\]")
+
+
+_EMPTY = (None, "General")  # a cell the golden does not hold: no value, the default format
+_SHEET_NAME = itemgetter(0)  # a CellRef's sheet
+_FIRST = itemgetter(0)
 
 
 class GoldenError(Exception):
@@ -349,6 +376,22 @@ def _uncached_golden(golden: Golden, ref: CellRef, expected: CellResult, actual:
     return expected is None and actual not in (None, "") and golden.is_formula(ref)
 
 
+_ABSENT = object()  # a graded cell the values do not hold, or the golden has not read
+
+
+def _not_surely_equal(policy: Policy, targets: list[CellRef], golden: Golden,
+                      values: WorkbookValues) -> Iterator[tuple[CellRef, CellResult]]:
+    """Each graded cell with the value ``values`` hold for it (``_ABSENT`` where none), but for
+    the cells the policy settles as equal to the golden's at once (``Policy.surely_equal``):
+    a cell whose golden value is not read yet is never one, nor any where sheet names must
+    match exactly and one does not."""
+    actual = list(map(values.cells.get, targets, repeat(_ABSENT)))
+    if policy.exact_sheet_names and not set(map(_SHEET_NAME, targets)) <= set(values.sheet_names):
+        return zip(targets, actual)
+    expected = golden.values_read(targets, _ABSENT)
+    return compress(zip(targets, actual), map(operator.not_, policy.surely_equal(expected, actual)))
+
+
 def grade(
     policy: Policy, targets: list[CellRef], golden: Golden, engine: str, values: WorkbookValues, recomputed: bool = False
 ) -> Grade:
@@ -363,17 +406,19 @@ def grade(
         return Grade(engine, False if fault else None, output_fault(values.failure.reason), values.failure.detail)
     result = Grade(engine, True, formulas=values.formulas, values=values.cells)
     missing_sheets: set[str] = set()
-    for ref in targets:
-        if ref not in values.cells or (policy.exact_sheet_names and ref.sheet not in values.sheet_names):
+    exact_sheets, sheets_present = policy.exact_sheet_names, values.sheet_names
+    equal, golden_value = policy.equal, golden.value
+    for ref, actual in _not_surely_equal(policy, targets, golden, values):
+        if actual is _ABSENT or (exact_sheets and ref.sheet not in sheets_present):
             missing_sheets.add(ref.sheet)
             continue
-        expected, actual = golden.value(ref), values.cells[ref]
+        expected = golden_value(ref)
         if recomputed:  # Excel's text, and the engine's, hold control characters themselves
             expected = decoded_text(expected)
             if not isinstance(actual, CannotEvaluate) and _uncached_golden(golden, ref, expected, actual):
                 actual = CannotEvaluate("uncached-golden", f"the golden's formula at {ref} has no cached value")
         if not isinstance(actual, CannotEvaluate):
-            if policy.equal(expected, actual):
+            if equal(expected, actual):
                 continue
             if recomputed:  # unequal under the policy: an abstention where binary rounding alone sets them apart
                 actual = rounding_boundary(policy, expected, actual) or actual

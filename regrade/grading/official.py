@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from openpyxl.utils.cell import range_boundaries
 
-from regrade.values import CellRef
+from regrade.values import CellRef, cell_refs
 
 
 class OfficialGraderError(Exception):
@@ -43,7 +43,7 @@ def official_targets(position: str, golden_sheets: list[str]) -> list[CellRef]:
         cell_range = cell_range.strip("'")
         if sheet not in golden_sheets:
             raise OfficialGraderError(f"sheet {sheet!r} is not in the golden workbook (KeyError)")
-        targets.extend(CellRef(sheet, row, col) for row, col in _lookups(_cell_names(cell_range)))
+        targets.extend(cell_refs(sheet, _lookups(_cell_names(cell_range))))
     return targets
 
 

@@ -15,10 +15,11 @@ otherwise the types must match (a bool counts as a number, because Python's
 from __future__ import annotations
 
 import datetime as dt
+import operator
 from dataclasses import dataclass
 from typing import Callable, Protocol, Sequence
 
-from regrade.values import CannotEvaluate, CellRef, CellResult, ExcelError
+from regrade.values import CannotEvaluate, CellRef, CellResult, ExcelError, cell_refs
 from regrade.grading.official import OfficialGraderError, official_targets
 from regrade.runs.positions import PositionError, cells_of, parse_answer_position
 
@@ -60,6 +61,11 @@ class Policy(Protocol):
     def targets(self, position: str, answer_sheet: str | None, golden: Sequence[SheetExtent]) -> list[CellRef]: ...
 
     def equal(self, golden: CellResult, output: CellResult) -> bool: ...
+
+    def surely_equal(self, golden: list, output: list) -> list[bool]:
+        """For each pair of the two lists, True where ``equal`` would say so for a reason
+        checked over both lists at once; False where ``equal`` must decide."""
+        ...
 
 
 def _excel_serial(value: dt.datetime) -> float:
@@ -105,6 +111,19 @@ def spreadsheetbench_equal(golden: CellResult, output: CellResult) -> bool:
     return a == b
 
 
+_PLAIN_TYPES = frozenset(_SAME_WHEN_EQUAL)
+
+
+def spreadsheetbench_surely_equal(golden: list, output: list) -> list[bool]:
+    """For each pair, True where :func:`spreadsheetbench_equal`'s first test settles it: the
+    same type, one of ``_SAME_WHEN_EQUAL``, and ``==``; False where that function must decide.
+    Computed over the lists at once, without a Python call per pair: the graded cells of one
+    case can number a hundred thousand, nearly all equal."""
+    types = list(map(type, golden))
+    return list(map(all, zip(map(operator.is_, types, map(type, output)), map(_PLAIN_TYPES.__contains__, types),
+                             map(operator.eq, golden, output))))
+
+
 ROUNDING_BOUNDARY = "rounding-boundary"
 EXCEL_DIGITS = 15  # Excel keeps 15 significant digits of a number (its specifications and limits)
 
@@ -138,6 +157,9 @@ class OfficialPolicy:
     def equal(self, golden: CellResult, output: CellResult) -> bool:
         return spreadsheetbench_equal(golden, output)
 
+    def surely_equal(self, golden: list, output: list) -> list[bool]:
+        return spreadsheetbench_surely_equal(golden, output)
+
 
 class SpreadsheetBenchPolicy:
     name = "spreadsheetbench"
@@ -158,11 +180,14 @@ class SpreadsheetBenchPolicy:
                 raise TargetError("invalid-position", f"sheet {box.sheet!r} of {position!r} is not in the golden workbook")
             max_row = extent.max_row if box.max_row is None else 1  # a sheet's size is read only when needed
             max_column = extent.max_column if box.max_col is None else 1
-            targets.extend(CellRef(extent.name, r, c) for r, c in cells_of(box, max_row, max_column))
+            targets.extend(cell_refs(extent.name, cells_of(box, max_row, max_column)))
         return targets
 
     def equal(self, golden: CellResult, output: CellResult) -> bool:
         return spreadsheetbench_equal(golden, output)
+
+    def surely_equal(self, golden: list, output: list) -> list[bool]:
+        return spreadsheetbench_surely_equal(golden, output)
 
 
 def _find_sheet(name: str, golden: Sequence[SheetExtent]) -> SheetExtent | None:

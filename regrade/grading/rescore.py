@@ -132,7 +132,7 @@ def _graded(case: Case, policy: Policy, shallow: Engine, fulls: Sequence[Engine]
     reasons = [r for r in (shallow_grade.reason, full_grade.reason) if r and r != "wrong-value"]
     reasons += [c.reason for c in cells]
     message = _message(verdict, shallow_grade, full_grade)
-    decided_by_one = sum(agreed.decided_by.get(t) == 1 for t in targets) if len(fulls) > 1 else 0
+    decided_by_one = list(map(agreed.decided_by.get, targets)).count(1) if len(fulls) > 1 else 0  # counts: ints
     return CaseResult(case, shallow_pass, full_pass, verdict, sorted(set(reasons)), message, cells, decided_by_one)
 
 
