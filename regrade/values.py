@@ -136,6 +136,52 @@ def _unpacked_values(sheet_names: list[str], keys: list[tuple], values: list, fo
     return WorkbookValues(sheet_names, dict(zip(cells, values)), rebuilt(formulas), rebuilt(number_formats), failure)
 
 
+@dataclass(frozen=True)
+class AlignedValues:
+    """An engine worker's answer for the cells it was asked, in their order: sent instead of
+    the :class:`WorkbookValues` when it holds no other cell, so no cell is sent back, only
+    what was found there (:func:`aligned_answer`, :func:`values_from_answer`)."""
+
+    sheet_names: list[str]
+    values: list  # the value of each cell asked, None where absent (the indexes in ``absent``)
+    absent: list[int]
+    number_formats: list  # each cell's number format, None where it has none
+    formulas: list[tuple[int, str]]  # (index of the cell asked, its formula)
+
+
+def aligned_answer(values: WorkbookValues, asked: list[CellRef]) -> WorkbookValues | AlignedValues:
+    """What an engine worker sends for ``asked``: :class:`AlignedValues` where every cell the
+    answer holds was asked once, else the answer whole."""
+    if values.failure is not None or len(set(asked)) != len(asked):
+        return values
+    absent_marker = _ABSENT
+    found = [values.cells.get(ref, absent_marker) for ref in asked]
+    absent = [i for i, value in enumerate(found) if value is absent_marker]
+    formats = [values.number_formats.get(ref) for ref in asked] if values.number_formats else []
+    formulas = [(i, f) for i, ref in enumerate(asked) if (f := values.formulas.get(ref)) is not None] \
+        if values.formulas else []
+    if (len(asked) - len(absent) != len(values.cells) or len(formulas) != len(values.formulas)
+            or len(values.number_formats) != sum(f is not None for f in formats)):
+        return values  # it holds cells not asked
+    for i in absent:
+        found[i] = None
+    return AlignedValues(values.sheet_names, found, absent, formats, formulas)
+
+
+def values_from_answer(answer: WorkbookValues | AlignedValues, asked: list[CellRef]) -> WorkbookValues:
+    """The :class:`WorkbookValues` an engine worker's answer for ``asked`` stands for."""
+    if isinstance(answer, WorkbookValues):
+        return answer
+    cells = dict(zip(asked, answer.values))
+    for i in answer.absent:
+        del cells[asked[i]]
+    formats = {ref: f for ref, f in zip(asked, answer.number_formats) if f is not None}
+    return WorkbookValues(answer.sheet_names, cells, {asked[i]: f for i, f in answer.formulas}, formats)
+
+
+_ABSENT = object()
+
+
 def packed_cells(cells: Sequence[CellRef]) -> list[tuple]:
     """Cells as plain tuples, to send over a pipe (:func:`unpacked_cells` rebuilds them)."""
     return list(map(tuple, cells))

@@ -625,3 +625,26 @@ def test_workbook_values_cross_a_pipe_unchanged():
         assert crossed == values
         for by_cell in (crossed.cells, crossed.formulas, crossed.number_formats):
             assert all(type(key) is CellRef for key in by_cell)
+
+
+def test_an_engine_workers_answer_aligned_to_the_cells_asked_is_the_same_values():
+    import pickle
+    from multiprocessing.reduction import ForkingPickler
+
+    from regrade.values import AlignedValues, WorkbookFailure, WorkbookValues, aligned_answer, values_from_answer
+
+    a1, b2, c3, d4 = ref("A1"), ref("B2"), ref("C3", "Other sheet"), ref("D4")
+    asked = [a1, b2, c3, d4]
+    some_absent = WorkbookValues(["Sheet1", "Other sheet"], {b2: ExcelError("#N/A"), a1: None, c3: CannotEvaluate("t", "")},
+                                 {b2: "=NA()"}, {a1: "0.00", b2: "General"})
+    for values, aligned in ((some_absent, True), (WorkbookValues(["Sheet1"]), True),
+                            (WorkbookValues(["Sheet1"], {a1: 1, ref("Z9"): 2}), False),  # a cell not asked
+                            (WorkbookValues(["Sheet1"], {a1: 1}, {ref("Z9"): "=1"}), False),
+                            (WorkbookValues(failure=WorkbookFailure("timeout", "60 s")), False)):
+        answer = pickle.loads(ForkingPickler.dumps(aligned_answer(values, asked)))
+        assert isinstance(answer, AlignedValues) == aligned
+        back = values_from_answer(answer, asked)
+        assert back == values
+        assert list(back.cells) == [r for r in asked if r in values.cells] or not aligned
+        assert all(type(key) is CellRef for by_cell in (back.cells, back.formulas, back.number_formats) for key in by_cell)
+    assert not isinstance(aligned_answer(WorkbookValues(["Sheet1"], {a1: 1}), [a1, a1]), AlignedValues)  # asked twice

@@ -40,7 +40,8 @@ from typing import Sequence
 from regrade.processes.cpu_time import process_tree_cpu_seconds, wall_backstop_s
 from regrade.processes.supervisor import ORPHAN_CHECK_S, die_with_parent, end_processes
 from regrade.engines.base import Engine
-from regrade.values import CellRef, WorkbookFailure, WorkbookValues, packed_cells, unpacked_cells
+from regrade.values import (AlignedValues, CellRef, WorkbookFailure, WorkbookValues, aligned_answer, packed_cells,
+                            unpacked_cells, values_from_answer)
 
 WORKBOOKS_PER_WORKER = 100
 START_TIMEOUT_S = 120.0  # a worker's engine getting ready (LibreOffice starting soffice): no workbook's time
@@ -166,8 +167,8 @@ class IsolatedEngine:
             self._stop(ask_first=False)
             return WorkbookValues(failure=failure)
         self._served += 1
-        if isinstance(outcome, WorkbookValues):
-            return outcome
+        if isinstance(outcome, (WorkbookValues, AlignedValues)):
+            return values_from_answer(outcome, cells)
         self._stop(ask_first=False)  # a worker that ran out of memory or raised is not trusted with the next workbook
         return WorkbookValues(failure=outcome)
 
@@ -319,9 +320,10 @@ def _serve(engine: Engine, memory_mb: int | None, reserved_mb: int, connection: 
             engine.close()
             os._exit(0)
         path, packed = request
-        outcome = _evaluate(engine, path, unpacked_cells(packed), out_of_memory)
+        asked = unpacked_cells(packed)
+        outcome = _evaluate(engine, path, asked, out_of_memory)
         try:
-            connection.send(outcome)
+            connection.send(aligned_answer(outcome, asked) if isinstance(outcome, WorkbookValues) else outcome)
         except MemoryError:
             try:
                 connection.send(out_of_memory)
