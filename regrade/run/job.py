@@ -10,6 +10,7 @@ only (``internal-error``, never cached).
 from __future__ import annotations
 
 import functools
+import time
 
 from regrade.engines.base import Engine
 from regrade.engines.registry import open_engine
@@ -92,10 +93,15 @@ def _work_since(before: dict[str, dict[str, float]]) -> dict[str, dict[str, floa
             for name, spent in now.items()}
 
 
-def preload_engines(settings: RescoreSettings) -> None:
-    """Each engine's preload (:meth:`regrade.engines.base.Engine.preload`), in this process."""
+def preload_engines(settings: RescoreSettings) -> dict[str, dict[str, float]]:
+    """Each engine's preload (:meth:`regrade.engines.base.Engine.preload`), in this process; the
+    CPU each spent, as :func:`engine_work` gives an engine's start (``start_cpu_s``)."""
+    spent = {}
     for name in (settings.shallow, *settings.engines):
+        started = time.process_time()
         open_engine(name, settings.timeout_s).preload()
+        spent[name] = {"start_cpu_s": time.process_time() - started}
+    return spent
 
 
 def rescoring_job(settings: RescoreSettings) -> WorkerJob:

@@ -115,7 +115,9 @@ def rescore_run(
                 close_worker_engines()
         elif todo:
             if warm is None:
-                preload_engines(settings)  # once here: the case workers, and the engines' workers they fork, inherit it
+                preloaded = preload_engines(settings)  # once here: the case workers, and their engines' workers, inherit it
+                if work is not None:
+                    work.add(preloaded)  # a start of the engines, made once for all workers
             died_twice = grade_in_workers(cases, longest_first(cases, todo), workers, rescoring_job(settings),
                                           lambda index, grading: finish(index, grading, False), same_golden,
                                           warm=warm, warm_key=(settings, workers))
@@ -129,7 +131,8 @@ def rescore_run(
 
 @dataclass
 class EngineWork:
-    """The engines' own CPU a run cost, by engine: on workbooks and starting; the case workers'
+    """The engines' own CPU a run cost, by engine: on workbooks and starting (in the case
+    workers, and their preload, once, in the process that starts them); the case workers'
     reading of the goldens' values; and the run's wall time. ``floor_s`` is what no run on
     ``workers`` workers can go below: that CPU (the engines' work, with the value-only reading
     of the outputs among it, and the goldens' reading: what any grader of these files needs)
