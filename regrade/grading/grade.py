@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from itertools import compress, groupby, repeat
 from operator import itemgetter
 from pathlib import Path
-from typing import Collection, Iterator
+from typing import Any, Collection, Iterator, Sequence
 
 import openpyxl
 
@@ -210,13 +210,13 @@ class Golden:
             self._formula_book = load_formula_book(self.path)
         return self._formula_book
 
-    def formulas_among(self, refs: list[CellRef]) -> list[CellRef]:
+    def formulas_among(self, refs: Sequence[CellRef]) -> list[CellRef]:
         """Those of ``refs`` on the golden's sheets that hold a formula, in their order."""
         if self._formula_cells is None:
             self._formula_cells = formula_cells(self.path) or {}
         if not self._formula_cells:  # the quick scan could not answer
             return [ref for ref in refs if ref.sheet in self.sheet_names and self.is_formula(ref)]
-        found = []
+        found: list[CellRef] = []
         for name, run in groupby(refs, key=_SHEET_NAME):
             if (cells := self._formula_cells.get(name)) and name in self.sheet_names:
                 found.extend(ref for ref in run if (ref.row, ref.column) in cells)
@@ -380,7 +380,7 @@ _ABSENT = object()  # a graded cell the values do not hold, or the golden has no
 
 
 def _not_surely_equal(policy: Policy, targets: list[CellRef], golden: Golden,
-                      values: WorkbookValues) -> Iterator[tuple[CellRef, CellResult]]:
+                      values: WorkbookValues) -> Iterator[tuple[CellRef, Any]]:  # Any: a CellResult or _ABSENT
     """Each graded cell with the value ``values`` hold for it (``_ABSENT`` where none), but for
     the cells the policy settles as equal to the golden's at once (``Policy.surely_equal``):
     a cell whose golden value is not read yet is never one, nor any where sheet names must

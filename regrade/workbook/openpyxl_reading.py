@@ -358,7 +358,8 @@ class _ValuesAndFormulas(WorkSheetParser):
     inline string (``<is><t>text</t></is>``) taken as its text, as :func:`read_string_table`
     takes a plain shared one: under cProfile, those were two thirds of the time ``read_box``
     spent on bench/rescore.py's 200 files. tests/test_openpyxl_reading.py holds every value,
-    data type and number format against ``openpyxl.load_workbook`` on real files."""
+    number format and formula against ``openpyxl.load_workbook`` on real files, and
+    tests/test_value_reading.py every kind of cell, broken ones too."""
 
     def __init__(self, *args: Any, formulas: bool, **kwargs: Any):
         super().__init__(*args, **kwargs)
