@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import itertools
+import operator
 from dataclasses import dataclass, field
 from typing import Any, Iterable, NamedTuple, Sequence
 
@@ -199,3 +201,15 @@ def cell_refs(sheet: str, positions: Iterable[tuple[int, int]]) -> list[CellRef]
     cell (a NamedTuple's constructor is one): a graded range can hold a hundred thousand."""
     new = tuple.__new__
     return [new(CellRef, (sheet, row, column)) for row, column in positions]
+
+
+def cells_by_sheet(cells: Iterable[CellRef]) -> dict[str, list[CellRef]]:
+    """The cells by the sheet name they give, each name's in their order (grouped a run of one
+    sheet at a time, without a Python call per cell)."""
+    grouped: dict[str, list[CellRef]] = {}
+    for name, run in itertools.groupby(cells, key=_SHEET_OF):
+        grouped.setdefault(name, []).extend(run)
+    return grouped
+
+
+_SHEET_OF = operator.itemgetter(0)  # a CellRef's sheet

@@ -7,7 +7,7 @@ nothing: a formula written by openpyxl has no cached value and reads as ``None``
 from __future__ import annotations
 
 import warnings
-from itertools import groupby, repeat
+from itertools import repeat
 from operator import itemgetter
 from pathlib import Path
 from typing import Sequence
@@ -15,7 +15,7 @@ from typing import Sequence
 import openpyxl
 
 from regrade.engines.base import EngineBase, EngineSettings
-from regrade.values import EXCEL_ERROR_CODES, CellRef, ExcelError, WorkbookFailure, WorkbookValues
+from regrade.values import EXCEL_ERROR_CODES, CellRef, ExcelError, WorkbookFailure, WorkbookValues, cells_by_sheet
 from regrade.workbook.cones import Area
 from regrade.workbook.screening import refusal
 from regrade.workbook.sheets import formula_cells, resolve_sheet
@@ -45,7 +45,7 @@ class CachedEngine(EngineBase):
         known = formula_cells(path)
         if known is None:
             return True
-        for name, refs in _by_sheet_name(cells).items():
+        for name, refs in cells_by_sheet(cells).items():
             if (found := known.get(resolve_sheet(name, list(known)) or "")) and any(
                     (ref.row, ref.column) in found for ref in refs):
                 return True
@@ -101,14 +101,14 @@ def read_cells(path: Path, cells: Sequence[CellRef], formulas: bool = False, boo
     try:
         names = list(book.sheetnames)
         wanted: dict[str, dict[tuple[int, int], CellRef]] = {}  # by sheet: each position's cell (the last asked)
-        for name, refs in _by_sheet_name(cells).items():
+        for name, refs in cells_by_sheet(cells).items():
             if (sheet := resolve_sheet(name, names)) is not None:
                 wanted.setdefault(sheet, {}).update(zip(map(_POSITION, refs), refs))
         values: dict[CellRef, tuple] = {}
         found_formulas: dict[CellRef, object] = {}
         for sheet, positions in wanted.items():
             seen, formula_of = read_box(book[sheet], positions, formulas)
-            values.update(zip(positions.values(), map(seen.get, positions, repeat(_EMPTY))))
+            values.update(zip(positions.values(), map(seen.get, positions, repeat(EMPTY_CELL))))
             found_formulas.update((positions[key], formula) for key, formula in formula_of.items())
         return names, values, found_formulas
     finally:
@@ -116,18 +116,7 @@ def read_cells(path: Path, cells: Sequence[CellRef], formulas: bool = False, boo
             book.close()
 
 
-_EMPTY = (None, "General")  # a cell the file does not hold
-
-
-def _by_sheet_name(cells: Sequence[CellRef]) -> dict[str, list[CellRef]]:
-    """The cells by the sheet name they give, each name's in their order."""
-    grouped: dict[str, list[CellRef]] = {}
-    for name, run in groupby(cells, key=_SHEET_NAME):
-        grouped.setdefault(name, []).extend(run)
-    return grouped
-
-
-_SHEET_NAME = itemgetter(0)  # a CellRef's sheet
+EMPTY_CELL = (None, "General")  # (value, number format) of a cell the file does not hold
 _POSITION = itemgetter(1, 2)  # a CellRef's (row, column)
 
 

@@ -15,7 +15,7 @@ import time
 import warnings
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from itertools import compress, groupby, repeat
+from itertools import compress, repeat
 from operator import itemgetter
 from pathlib import Path
 from typing import Any, Collection, Iterator, Sequence
@@ -24,8 +24,9 @@ import openpyxl
 
 
 from regrade.engines.base import Engine
-from regrade.values import EXCEL_ERROR_CODES, CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookValues
-from regrade.engines.cached import read_cells
+from regrade.values import (EXCEL_ERROR_CODES, CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookValues,
+                            cells_by_sheet)
+from regrade.engines.cached import EMPTY_CELL, read_cells
 from regrade.workbook.cones import VOLATILE_FUNCTIONS, FormulaGraph
 from regrade.workbook.external import linked_workbook
 from regrade.workbook.formula import boundaries, referenced_cells
@@ -127,7 +128,7 @@ class Golden:
         found = self._cells.get(ref)
         if found is None:
             self.read([ref])
-            found = self._cells.get(ref, _EMPTY)
+            found = self._cells.get(ref, EMPTY_CELL)
         value = found[0]
         if isinstance(value, str) and value in EXCEL_ERROR_CODES:
             return ExcelError(value)
@@ -136,12 +137,12 @@ class Golden:
     def values_read(self, refs: list[CellRef], unread: object) -> list:
         """The value of each of ``refs`` as the file stores it (an error code as its text),
         ``unread`` for one not read yet (:meth:`value` reads it)."""
-        return list(map(_FIRST, map(self._cells.get, refs, repeat((unread, None)))))
+        return list(map(_VALUE_OF, map(self._cells.get, refs, repeat((unread, None)))))
 
     def number_format(self, ref: CellRef) -> str:
         if ref not in self._cells:
             self.read([ref])
-        return self._cells.get(ref, (None, "General"))[1]
+        return self._cells.get(ref, EMPTY_CELL)[1]
 
     def formula(self, ref: CellRef) -> str | None:
         """The golden cell's formula, or None (the formulas are read on first use)."""
@@ -217,7 +218,7 @@ class Golden:
         if not self._formula_cells:  # the quick scan could not answer
             return [ref for ref in refs if ref.sheet in self.sheet_names and self.is_formula(ref)]
         found: list[CellRef] = []
-        for name, run in groupby(refs, key=_SHEET_NAME):
+        for name, run in cells_by_sheet(refs).items():
             if (cells := self._formula_cells.get(name)) and name in self.sheet_names:
                 found.extend(ref for ref in run if (ref.row, ref.column) in cells)
         return found
@@ -249,9 +250,7 @@ _UNREPEATABLE_MENTION = re.compile(  # a volatile call, or a reference to anothe
     r"(?i)\b(?:" + "|".join(sorted(VOLATILE_FUNCTIONS)) + r")\s*\(|\[\d+\]")
 
 
-_EMPTY = (None, "General")  # a cell the golden does not hold: no value, the default format
-_SHEET_NAME = itemgetter(0)  # a CellRef's sheet
-_FIRST = itemgetter(0)
+_VALUE_OF = itemgetter(0)  # a (value, number format) pair's value
 
 
 class GoldenError(Exception):
@@ -386,7 +385,7 @@ def _not_surely_equal(policy: Policy, targets: list[CellRef], golden: Golden,
     a cell whose golden value is not read yet is never one, nor any where sheet names must
     match exactly and one does not."""
     actual = list(map(values.cells.get, targets, repeat(_ABSENT)))
-    if policy.exact_sheet_names and not set(map(_SHEET_NAME, targets)) <= set(values.sheet_names):
+    if policy.exact_sheet_names and not cells_by_sheet(targets).keys() <= set(values.sheet_names):
         return zip(targets, actual)
     expected = golden.values_read(targets, _ABSENT)
     return compress(zip(targets, actual), map(operator.not_, policy.surely_equal(expected, actual)))

@@ -68,7 +68,8 @@ from openpyxl.utils.datetime import from_excel, from_ISO8601
 from openpyxl.utils.indexed_list import IndexedList
 from openpyxl.workbook.external_link.external import ExternalLink, read_external_link
 from openpyxl.xml.constants import ARC_STYLE, SHARED_STRINGS, SHEET_MAIN_NS
-from openpyxl.worksheet._reader import FORMULA_TAG, WorkSheetParser
+from openpyxl.worksheet._reader import FORMULA_TAG, INLINE_STRING, VALUE_TAG, WorkSheetParser
+from openpyxl.worksheet._reader import _cast_number  # type: ignore[attr-defined]  # openpyxl's own, not in its stubs
 from openpyxl.xml.functions import fromstring as openpyxl_fromstring
 from openpyxl.xml.functions import iterparse as openpyxl_iterparse
 
@@ -389,7 +390,7 @@ class _ValuesAndFormulas(WorkSheetParser):
         style_id = get("s", 0)
         if style_id:
             style_id = int(style_id)
-        value = None if data_type == "inlineStr" else element.findtext(_VALUE, None) or None
+        value = None if data_type == "inlineStr" else element.findtext(VALUE_TAG, None) or None
         if coordinate:
             row, column = _coordinate(coordinate)
             self.col_counter = column
@@ -410,7 +411,7 @@ class _ValuesAndFormulas(WorkSheetParser):
                 value = bool(int(value))
             elif data_type == "d":
                 value = from_ISO8601(value)
-        elif data_type == "inlineStr" and (child := element.find(_INLINE_STRING)) is not None:
+        elif data_type == "inlineStr" and (child := element.find(INLINE_STRING)) is not None:
             if not child.attrib and len(child) == 1 and child[0].tag == _STRING_TEXT and not len(child[0]):
                 value = child[0].text  # what Text.from_tree(child).content gives for it
                 if value is None:
@@ -428,8 +429,6 @@ class _ValuesAndFormulas(WorkSheetParser):
         return row, column, value, style_id, formula
 
 
-_VALUE = f"{{{SHEET_MAIN_NS}}}v"
-_INLINE_STRING = f"{{{SHEET_MAIN_NS}}}is"
 _COORDINATES: dict[str, tuple[int, int]] = {}
 _COORDINATES_KEPT = 200_000  # coordinate texts remembered (some 30 MB): goldens and outputs share most
 
@@ -443,13 +442,6 @@ def _coordinate(text: str) -> tuple[int, int]:
             _COORDINATES.clear()
         _COORDINATES[text] = found
     return found
-
-
-def _cast_number(text: str) -> int | float:
-    """openpyxl's ``_cast_number``."""
-    if "." in text or "E" in text or "e" in text:
-        return float(text)
-    return int(text)
 
 
 def _number_formats(book: Any) -> Callable[[int], str]:
