@@ -1,0 +1,31 @@
+"""Screening names the functions of a workbook that reach the network, in whatever case
+they are written and wherever the chunks it inflates a part in cut them."""
+
+from __future__ import annotations
+
+from regrade.workbook.screening import CHUNK, screen
+from tests.hostile_corpus import cell_rows, formula_cell, package, worksheet
+
+
+def _book(tmp_path, name: str, sheet_xml: str):
+    path = tmp_path / name
+    path.write_bytes(package([("Sheet1", sheet_xml)]))
+    return path
+
+
+def test_a_network_function_is_found_in_any_case_and_none_where_there_is_none(tmp_path):
+    for formula in ('WEBSERVICE("http://x")', 'webservice("http://x")', '_xlfn.WebService ("http://x")'):
+        path = _book(tmp_path, "calls.xlsx", worksheet(cell_rows(formula_cell("A1", formula, "0"))))
+        assert screen(path).network_functions == ("WEBSERVICE",), formula
+    for formula in ('SUM(1,2)', 'MYWEBSERVICE("x")', '"webservice"&"("'):  # not a call of it
+        path = _book(tmp_path, "none.xlsx", worksheet(cell_rows(formula_cell("A1", formula, "0"))))
+        assert screen(path).network_functions == (), formula
+
+
+def test_a_network_function_cut_by_the_inflating_chunks_is_found(tmp_path):
+    head = '<?xml version="1.0" encoding="UTF-8"?><worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">'
+    cut_at = CHUNK - len(head.encode()) - len('<sheetData><row r="1"><c r="A1"><f>We')
+    padding = f"<!--{' ' * (cut_at - len('<!---->'))}-->"  # ends where the chunk ends, inside the name
+    sheet = head + padding + '<sheetData><row r="1"><c r="A1"><f>WebService("http://x")</f><v>0</v></c></row></sheetData></worksheet>'
+    assert sheet.encode().index(b"WebService") < CHUNK < sheet.encode().index(b"WebService") + len("WebService")
+    assert screen(_book(tmp_path, "cut.xlsx", sheet)).network_functions == ("WEBSERVICE",)
