@@ -15,13 +15,12 @@ otherwise the types must match (a bool counts as a number, because Python's
 from __future__ import annotations
 
 import datetime as dt
-import operator
 from dataclasses import dataclass
 from typing import Callable, Protocol, Sequence
 
-from regrade.values import CannotEvaluate, CellRef, CellResult, ExcelError, cell_refs
+from regrade.values import CannotEvaluate, CellRef, CellResult, ExcelError, cell_refs_in
 from regrade.grading.official import OfficialGraderError, official_targets
-from regrade.runs.positions import PositionError, cells_of, parse_answer_position
+from regrade.runs.positions import PositionError, box_spans, parse_answer_position
 
 
 class TargetError(Exception):
@@ -111,17 +110,24 @@ def spreadsheetbench_equal(golden: CellResult, output: CellResult) -> bool:
     return a == b
 
 
-_PLAIN_TYPES = frozenset(_SAME_WHEN_EQUAL)
+_PLAIN_TYPES = frozenset((*_SAME_WHEN_EQUAL, dt.date, dt.timedelta))  # normalised as they are: equal stays equal
+_NAIVE_TYPES = frozenset((dt.datetime, dt.time))  # equal naive ones normalise to one serial, or one text
 
 
 def spreadsheetbench_surely_equal(golden: list, output: list) -> list[bool]:
-    """For each pair, True where :func:`spreadsheetbench_equal`'s first test settles it: the
-    same type, one of ``_SAME_WHEN_EQUAL``, and ``==``; False where that function must decide.
-    Computed over the lists at once, without a Python call per pair: the graded cells of one
-    case can number a hundred thousand, nearly all equal."""
-    types = list(map(type, golden))
-    return list(map(all, zip(map(operator.is_, types, map(type, output)), map(_PLAIN_TYPES.__contains__, types),
-                             map(operator.eq, golden, output))))
+    """For each pair, True where :func:`spreadsheetbench_equal` is sure to say so: the same
+    type and ``==``, for a type whose equal values normalise alike (a number, a logical, empty,
+    a date, a duration, a naive date-time or time); or for a text that cannot read as NaN (it
+    holds no "nan" in any case) and holds no ``_x`` escape (a recomputed grade compares the
+    golden's text decoded, :func:`regrade.engines.readings.decoded_text`). False where that
+    function must decide. One pass over both lists, without a Python call per pair: the graded
+    cells of one case can number a hundred thousand, nearly all equal."""
+    plain, naive = _PLAIN_TYPES, _NAIVE_TYPES
+    return [(kind := type(g)) is type(o)
+            and (kind in plain or (kind is str and "_x" not in g and "nan" not in g.lower())
+                 or (kind in naive and g.tzinfo is None))
+            and g == o
+            for g, o in zip(golden, output)]
 
 
 ROUNDING_BOUNDARY = "rounding-boundary"
@@ -180,7 +186,7 @@ class SpreadsheetBenchPolicy:
                 raise TargetError("invalid-position", f"sheet {box.sheet!r} of {position!r} is not in the golden workbook")
             max_row = extent.max_row if box.max_row is None else 1  # a sheet's size is read only when needed
             max_column = extent.max_column if box.max_col is None else 1
-            targets.extend(cell_refs(extent.name, cells_of(box, max_row, max_column)))
+            targets.extend(cell_refs_in(extent.name, *box_spans(box, max_row, max_column)))
         return targets
 
     def equal(self, golden: CellResult, output: CellResult) -> bool:
