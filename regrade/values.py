@@ -203,6 +203,12 @@ def cell_refs(sheet: str, positions: Iterable[tuple[int, int]]) -> list[CellRef]
     return [new(CellRef, (sheet, row, column)) for row, column in positions]
 
 
+def cell_refs_in(sheet: str, rows: range, columns: range) -> list[CellRef]:
+    """The cells of ``sheet`` in those rows and columns, row by row, as :func:`cell_refs` makes them."""
+    new = tuple.__new__
+    return [new(CellRef, (sheet, row, column)) for row in rows for column in columns]
+
+
 def cells_by_sheet(cells: Iterable[CellRef]) -> dict[str, list[CellRef]]:
     """The cells by the sheet name they give, each name's in their order (grouped a run of one
     sheet at a time, without a Python call per cell)."""

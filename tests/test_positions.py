@@ -2,7 +2,7 @@
 
 import pytest
 
-from regrade.runs.positions import CellBox, PositionError, cells_of, parse_answer_position
+from regrade.runs.positions import CellBox, PositionError, box_spans, parse_answer_position
 
 
 def boxes(text):
@@ -46,7 +46,7 @@ def test_whole_item_quoted():
 def test_whole_columns_close_against_the_sheet_extent():
     (box,) = boxes("A:B")
     assert box == CellBox(None, None, 1, None, 2)
-    assert cells_of(box, max_row=3, max_col=9) == [(1, 1), (1, 2), (2, 1), (2, 2), (3, 1), (3, 2)]
+    assert box_spans(box, max_row=3, max_col=9) == (range(1, 4), range(1, 3))
 
 
 def test_end_column_missing_means_the_start_column():

@@ -9,7 +9,7 @@ prefix (``'Received'!'Received!A1:G16'``) and typographic quotes.
 
 :func:`parse_answer_position` reads all of them and records each repair it made.
 Text it cannot read raises :class:`PositionError`. Whole columns and rows stay open
-(``None`` bounds) until :func:`cells_of` closes them against a sheet's extent.
+(``None`` bounds) until :func:`box_spans` closes them against a sheet's extent.
 """
 
 from __future__ import annotations
@@ -68,13 +68,13 @@ def parse_answer_position(text: str) -> AnswerPosition:
     return AnswerPosition(text=text, boxes=tuple(boxes), repairs=tuple(dict.fromkeys(repairs)))
 
 
-def cells_of(box: CellBox, max_row: int, max_col: int) -> list[tuple[int, int]]:
-    """The (row, column) pairs of ``box``, closing open bounds with the sheet's extent."""
+def box_spans(box: CellBox, max_row: int, max_col: int) -> tuple[range, range]:
+    """The rows and the columns of ``box``, closing open bounds with the sheet's extent."""
     min_row = box.min_row or 1
     min_col = box.min_col or 1
     last_row = box.max_row if box.max_row is not None else max(max_row, min_row)
     last_col = box.max_col if box.max_col is not None else max(max_col, min_col)
-    return [(r, c) for r in range(min_row, last_row + 1) for c in range(min_col, last_col + 1)]
+    return range(min_row, last_row + 1), range(min_col, last_col + 1)
 
 
 def _normalise(text: str, repairs: list[str]) -> str:
