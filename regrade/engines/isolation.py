@@ -40,6 +40,7 @@ from typing import Sequence
 from regrade.processes.cpu_time import process_tree_cpu_seconds, wall_backstop_s
 from regrade.processes.supervisor import ORPHAN_CHECK_S, die_with_parent, end_processes
 from regrade.engines.base import Engine
+from regrade.workbook.screening import forget_screenings
 from regrade.values import (AlignedValues, CellRef, WorkbookFailure, WorkbookValues, aligned_answer, packed_cells,
                             unpacked_cells, values_from_answer)
 
@@ -320,6 +321,7 @@ def _serve(engine: Engine, memory_mb: int | None, reserved_mb: int, connection: 
             engine.close()
             os._exit(0)
         path, packed = request
+        forget_screenings()  # a workbook is screened here afresh, whatever this process or its parent saw before
         asked = unpacked_cells(packed)
         outcome = _evaluate(engine, path, asked, out_of_memory)
         try:

@@ -72,10 +72,16 @@ NOT_A_ZIP = {b"%PDF": "a PDF document", b"\x1f\x8b": "a gzip file", b"<": "an XM
              b"\xef\xbb\xbf<": "an XML or HTML document"}
 SPREADSHEET_CONTENT = re.compile(rb"spreadsheetml\.(sheet|template)\.main\+xml|ms-excel\.(sheet|template|addin)\.macroEnabled")
 DECLARATIONS = tuple(marker.encode(codec) for marker in ("<!DOCTYPE", "<!ENTITY") for codec in ("utf-8", "utf-16-le", "utf-16-be"))
+DECLARATION_OPENINGS = (b"<!", b"<\x00!")  # each of DECLARATIONS holds one: "<!" in UTF-8, "<\0!" in UTF-16 of either order
 NETWORK_FUNCTIONS = re.compile(rb"\b(WEBSERVICE)\s*\(", re.IGNORECASE)
 NETWORK_FUNCTION_NAMES = (b"webservice",)  # each name NETWORK_FUNCTIONS finds, lower-cased
 XML_PART = (".xml", ".rels", ".vml")
 CHUNK = MiB
+# A file's screening is kept, by its path, size, modification time and inode, for as long as the
+# process lives: the goldens a warm case worker (regrade.run.pool) screened in one run are not
+# inflated again in the next. SpreadsheetBench's goldens number 1,857; an entry is a few hundred
+# bytes. An engine's worker keeps none from one workbook to the next (forget_screenings).
+SCREENINGS_KEPT = 4096
 
 
 def screen(path: Path, limits: Limits = DEFAULT_LIMITS) -> Screening:
@@ -92,13 +98,19 @@ def screen(path: Path, limits: Limits = DEFAULT_LIMITS) -> Screening:
     return _screen_file(str(path), info.st_size, info.st_mtime_ns, info.st_ino, limits)
 
 
+def forget_screenings() -> None:
+    """Forget every screening this process kept: an engine's worker screens each workbook it is
+    sent afresh, as it would a file it never saw (what it costs is the engine's, the floor's)."""
+    _screen_file.cache_clear()
+
+
 def refusal(path: Path, limits: Limits = DEFAULT_LIMITS) -> WorkbookValues | None:
     """The result an engine gives for a workbook it must not open, else None."""
     failure = screen(path, limits).failure
     return None if failure is None else WorkbookValues(failure=failure)
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=SCREENINGS_KEPT)
 def _screen_file(path: str, size: int, mtime_ns: int, inode: int, limits: Limits) -> Screening:
     if size == 0:
         return Screening(WorkbookFailure("unreadable-output", "the file is empty"))
@@ -172,7 +184,8 @@ def _inflate(archive: zipfile.ZipFile, part: zipfile.ZipInfo, limits: Limits, ro
                 return _bomb(f"{part.filename} inflates past its declared {part.file_size:,} bytes")
             if scan:
                 window = tail + chunk
-                if any(marker in window for marker in DECLARATIONS):
+                if any(opening in window for opening in DECLARATION_OPENINGS) and \
+                        any(marker in window for marker in DECLARATIONS):
                     return WorkbookFailure("hostile-xml", f"{part.filename} declares a document type or entities "
                                            "(an entity-expansion bomb or an external entity); Excel never writes one")
                 lowered = window.lower()  # ASCII only, as a bytes pattern's IGNORECASE folds
