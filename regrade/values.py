@@ -177,7 +177,8 @@ def values_from_answer(answer: WorkbookValues | AlignedValues, asked: list[CellR
     cells = dict(zip(asked, answer.values))
     for i in answer.absent:
         del cells[asked[i]]
-    formats = {ref: f for ref, f in zip(asked, answer.number_formats) if f is not None}
+    formats = dict(zip(asked, answer.number_formats)) if None not in answer.number_formats else \
+        {ref: f for ref, f in zip(asked, answer.number_formats) if f is not None}  # most often every cell has one
     return WorkbookValues(answer.sheet_names, cells, {asked[i]: f for i, f in answer.formulas}, formats)
 
 

@@ -4,6 +4,7 @@ import datetime as dt
 
 import pytest
 
+from regrade.engines.readings import decoded_text, decoded_texts
 from regrade.values import CannotEvaluate, CellRef, ExcelError
 from regrade.grading.policies import (KnownExtent, SpreadsheetBenchPolicy, get_policy, spreadsheetbench_equal,
                                       spreadsheetbench_surely_equal)
@@ -62,6 +63,17 @@ def test_what_is_settled_as_equal_at_once_is_equal_under_the_rules():
                                          ["nan", " NaN ", "banana", "a_x0041_b", *aware]) == [False] * 6
 
 
+def test_cells_decoded_at_once_are_each_cell_decoded():
+    # ECMA-376 Part 1, 22.9.2.19: _xHHHH_ is U+HHHH; only a text holding "_x" can change
+    cells = {CellRef("S", row, 1): value for row, value in enumerate(
+        ["_x0001_", "a_x000D__x000A_b", "_x005F_x0001_", "a_xb", "_X0001_", "plain", 3.0, None, ExcelError("#N/A")], 1)}
+    decoded = decoded_texts(cells)
+    assert decoded == {ref: decoded_text(value) for ref, value in cells.items()}
+    assert list(decoded) == list(cells) and decoded is not cells
+    assert [decoded[CellRef("S", row, 1)] for row in (1, 2, 3, 4, 5)] == ["\x01", "a\r\nb", "_x0001_", "a_xb", "_X0001_"]
+    assert cells[CellRef("S", 1, 1)] == "_x0001_"  # the cells given are left as they were
+
+
 def test_an_abstention_cannot_be_compared():
     with pytest.raises(ValueError):
         spreadsheetbench_equal(1, CannotEvaluate("timeout"))
@@ -90,3 +102,21 @@ def test_the_golden_reads_graded_cells_and_measures_its_sheet_only_for_a_whole_c
     column = golden.targets(policy, "A:A", None)
     assert column == [CellRef("Sheet1", r, 1) for r in range(1, 6)]  # to row 5, the sheet's last
     assert [golden.value(ref) for ref in column] == [1, "x", 3.5, None, None]
+
+
+def test_the_golden_gives_its_graded_cells_and_their_values_again_until_a_value_is_read(workbook):
+    from regrade.grading.grade import load_golden
+
+    path = workbook({"A1": 1, "A2": "x", "B1": 2})
+    golden = load_golden(path)
+    policy = SpreadsheetBenchPolicy()
+    targets = golden.targets(policy, "A1:A2", None)
+    assert golden.targets(policy, "A1:A2", None) is targets  # a task's other condition: the same cells
+    assert golden.targets(policy, "A1:A2", "Sheet1") is not targets  # another key, computed again
+    unread = object()
+    first = golden.values_read(targets, unread)
+    assert first == [1, "x"] and golden.values_read(targets, unread) is first
+    asked = [*targets, CellRef("Sheet1", 1, 2)]
+    assert golden.values_read(asked, unread) == [1, "x", unread]  # another list: B1 not read yet
+    assert golden.value(CellRef("Sheet1", 1, 2)) == 2  # reads B1: what was given before may be stale
+    assert golden.values_read(asked, unread) == [1, "x", 2]

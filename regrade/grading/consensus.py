@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Collection, Sequence
 
-from regrade.engines.readings import decoded_text
+from regrade.engines.readings import decoded_texts
 from regrade.values import CannotEvaluate, CellRef, CellResult, WorkbookValues
 from regrade.grading.policies import Policy
 from regrade.grading.grade import recomputed_view
@@ -50,7 +50,10 @@ def engine_cells(targets: Sequence[CellRef], stored: WorkbookValues, spilled: Co
     its neighbourhood would need. All of them when the output could not be read as stored."""
     if stored.failure is not None:
         return list(targets)
-    return [t for t in targets if t in stored.formulas or t in spilled]
+    if not stored.formulas and not spilled:
+        return []
+    computed = stored.formulas.keys() | spilled
+    return list(filter(computed.__contains__, targets))
 
 
 def of_constants(stored: WorkbookValues) -> Consensus:
@@ -58,7 +61,7 @@ def of_constants(stored: WorkbookValues) -> Consensus:
     each cell as stored, its text decoded, as :func:`consensus` keeps a graded constant no
     engine was asked for (the golden's text is decoded for the comparison too)."""
     return Consensus(WorkbookValues(sheet_names=stored.sheet_names, formulas=dict(stored.formulas),
-                                    cells={ref: decoded_text(value) for ref, value in stored.cells.items()}))
+                                    cells=decoded_texts(stored.cells)))
 
 
 def consensus(
@@ -77,9 +80,10 @@ def consensus(
     result = Consensus(WorkbookValues(sheet_names=base.sheet_names, formulas=dict(stored.formulas)))
     refs = dict.fromkeys(ref for view in readable for ref in view.cells)
     if stored.failure is None:  # a graded constant no engine was asked for: kept as stored, as recomputed_view keeps it
-        computable = set(engine_cells(list(stored.cells), stored, spilled))
-        result.view.cells.update({ref: decoded_text(value) for ref, value in stored.cells.items()
-                                  if ref not in refs and ref not in computable})
+        kept = dict(stored.cells)
+        for ref in (*refs, *stored.formulas, *spilled):  # what an engine computed, or was asked to (engine_cells)
+            kept.pop(ref, None)
+        result.view.cells.update(decoded_texts(kept))
     for ref in refs:
         values = {name: _value(view, ref) for name, view in views.items()}
         result.by_engine[ref] = values

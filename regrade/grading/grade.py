@@ -15,7 +15,7 @@ import time
 import warnings
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from itertools import compress, repeat
+from itertools import compress, filterfalse, repeat
 from operator import itemgetter
 from pathlib import Path
 from typing import Any, Collection, Iterator, Sequence
@@ -91,20 +91,31 @@ class Golden:
     _values_book: openpyxl.Workbook | None = None  # the read-only book load_golden opened, read again for values
     _graph: FormulaGraph | None = None
     _formula_cells: dict[str, set[tuple[int, int]]] | None = None
+    _targets: dict[tuple[str, str, str | None], list[CellRef]] = field(default_factory=dict)  # by policy, position, sheet
+    _last_read: tuple[list[CellRef], int, object, list] | None = None  # values_read's last answer, and for what
+    _last_formulas: tuple[Sequence[CellRef], list[CellRef]] | None = None  # formulas_among's last answer, and for what
+    _mentions_unrepeatable: bool | None = None  # whether a formula may call a volatile function or read another file
 
     @property
     def extents(self) -> list[SheetExtent]:
         return [_GoldenSheet(self, name) for name in self.sheet_names]
 
     def targets(self, policy: Policy, position: str, answer_sheet: str | None) -> list[CellRef]:
-        """The cells ``position`` grades under ``policy``, their golden values read (TargetError, GoldenError)."""
+        """The cells ``position`` grades under ``policy``, their golden values read (TargetError,
+        GoldenError). Kept: a task's conditions, and a warm worker's later runs, grade the same
+        cells of it; the list is shared, and not to be changed."""
+        key = (policy.name, position, answer_sheet)
+        if (known := self._targets.get(key)) is not None:
+            return known
         targets = policy.targets(position, answer_sheet, self.extents)
         self.read(targets)
+        self._targets[key] = targets
         return targets
 
     def read(self, refs: Collection[CellRef]) -> None:
         """Read the values of those of ``refs`` not read yet (GoldenError if the file breaks)."""
-        missing = [ref for ref in refs if ref not in self._cells and ref.sheet in self.sheet_names]
+        missing = list(filterfalse(self._cells.__contains__, refs))  # most often none, found without a Python call per cell
+        missing = [ref for ref in missing if ref.sheet in self.sheet_names]
         if not missing:
             return
         with _reading(self.path, counted=True):
@@ -136,8 +147,15 @@ class Golden:
 
     def values_read(self, refs: list[CellRef], unread: object) -> list:
         """The value of each of ``refs`` as the file stores it (an error code as its text),
-        ``unread`` for one not read yet (:meth:`value` reads it)."""
-        return list(map(_VALUE_OF, map(self._cells.get, refs, repeat((unread, None)))))
+        ``unread`` for one not read yet (:meth:`value` reads it). The list is shared, and not to be
+        changed: asked again for the same list of cells (a case's two grades), with no value read
+        since (values are only ever added), it is given again."""
+        last = self._last_read
+        if last is not None and last[0] is refs and last[1] == len(self._cells) and last[2] is unread:
+            return last[3]
+        values = list(map(_VALUE_OF, map(self._cells.get, refs, repeat((unread, None)))))
+        self._last_read = (refs, len(self._cells), unread, values)
+        return values
 
     def number_format(self, ref: CellRef) -> str:
         if ref not in self._cells:
@@ -188,7 +206,9 @@ class Golden:
         The usual case (neither) is settled without the formula graph when no formula of the
         file mentions a volatile function or another workbook (a search of its XML as text),
         else by one walk of the cells' joint cone."""
-        if not formulas_may_mention(self.path, _UNREPEATABLE_MENTION):
+        if self._mentions_unrepeatable is None:
+            self._mentions_unrepeatable = formulas_may_mention(self.path, _UNREPEATABLE_MENTION)
+        if not self._mentions_unrepeatable:
             return [], []
         graph = self._formula_graph()
         joint = graph.cone(refs)
@@ -212,15 +232,22 @@ class Golden:
         return self._formula_book
 
     def formulas_among(self, refs: Sequence[CellRef]) -> list[CellRef]:
-        """Those of ``refs`` on the golden's sheets that hold a formula, in their order."""
+        """Those of ``refs`` on the golden's sheets that hold a formula, in their order. The list
+        is shared, and not to be changed: asked again for the same list of cells (a case asks
+        several times), it is given again."""
+        last = self._last_formulas
+        if last is not None and last[0] is refs:
+            return last[1]
         if self._formula_cells is None:
             self._formula_cells = formula_cells(self.path) or {}
         if not self._formula_cells:  # the quick scan could not answer
-            return [ref for ref in refs if ref.sheet in self.sheet_names and self.is_formula(ref)]
-        found: list[CellRef] = []
-        for name, run in cells_by_sheet(refs).items():
-            if (cells := self._formula_cells.get(name)) and name in self.sheet_names:
-                found.extend(ref for ref in run if (ref.row, ref.column) in cells)
+            found = [ref for ref in refs if ref.sheet in self.sheet_names and self.is_formula(ref)]
+        else:
+            found = []
+            for name, run in cells_by_sheet(refs).items():
+                if (cells := self._formula_cells.get(name)) and name in self.sheet_names:
+                    found.extend(ref for ref in run if (ref.row, ref.column) in cells)
+        self._last_formulas = (refs, found)
         return found
 
     def is_formula(self, ref: CellRef) -> bool:
@@ -388,7 +415,24 @@ def _not_surely_equal(policy: Policy, targets: list[CellRef], golden: Golden,
     if policy.exact_sheet_names and not cells_by_sheet(targets).keys() <= set(values.sheet_names):
         return zip(targets, actual)
     expected = golden.values_read(targets, _ABSENT)
-    return compress(zip(targets, actual), map(operator.not_, policy.surely_equal(expected, actual)))
+    return compress(zip(targets, actual), map(operator.not_, _surely_equal(policy, expected, actual)))
+
+
+_LAST_SETTLED: list[tuple[Policy, list, list, list[bool]]] = []  # _surely_equal's last answer, and for what
+
+
+def _surely_equal(policy: Policy, expected: list, actual: list) -> list[bool]:
+    """``policy.surely_equal(expected, actual)``; given again where asked for the very same
+    objects (a case's recomputed grade, where no engine changed a graded cell, after its
+    value-only one; ``expected`` is the golden's shared list, :meth:`Golden.values_read`)."""
+    if _LAST_SETTLED:
+        last_policy, last_expected, last_actual, settled = _LAST_SETTLED[0]
+        if last_policy is policy and last_expected is expected and len(last_actual) == len(actual) \
+                and all(map(operator.is_, last_actual, actual)):
+            return settled
+    settled = policy.surely_equal(expected, actual)
+    _LAST_SETTLED[:] = [(policy, expected, actual, settled)]
+    return settled
 
 
 def grade(
