@@ -33,6 +33,17 @@ def test_when_every_group_left_is_busy_an_idle_worker_takes_the_first():
     assert queue.take(None, {"g1"}) == (1, "g1")
 
 
+def test_a_warm_worker_takes_first_the_groups_it_had_before_then_those_no_other_worker_had():
+    goldens = ["g1", "g2", "g3", "g4", "g4"]
+    queue = _Queue(goldens, range(5), lambda golden: golden)
+    a_had, b_had = {"g3": None, "g4": None}, {"g1": None}  # in a run before
+    assert queue.take(None, set(), a_had, lambda g: g in b_had) == (2, "g3")  # A: its own, though g1 comes first
+    assert queue.take(None, {"g3"}, b_had, lambda g: g in a_had) == (0, "g1")  # B: its own
+    assert queue.take("g1", {"g3"}, b_had, lambda g: g in a_had) == (1, "g2")  # B again: no one had g2
+    assert queue.take("g2", {"g3"}, b_had, lambda g: g in a_had) == (3, "g4")  # then A's, rather than idle
+    assert queue.take("g3", {"g4"}, a_had, lambda g: g in b_had) == (4, "g4")  # A: all that is left, B's group
+
+
 @pytest.mark.slow
 def test_a_warm_pool_keeps_its_case_workers_between_runs_and_the_verdicts_do_not_change(tmp_path):
     # regrade serve's case workers: the second run is graded by the very processes of the first

@@ -32,7 +32,7 @@ import threading
 from collections import OrderedDict, deque
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Container, Hashable, Iterable, Sequence
 
 from regrade.processes.supervisor import end_processes, leave_when_orphaned
 
@@ -49,6 +49,9 @@ KILL_GRACE_S = 5.0  # after SIGTERM, before SIGKILL
 # spent 1.8 to 2.1 of its 8 to 10 CPU seconds collecting (6,071 young, 552 middle and 19 full
 # collections; gc.callbacks), at these 0.7 to 1.0 (1,005, 91 and 5, most while starting).
 GC_THRESHOLDS = (20_000, 10, 10)
+# A warm case worker's goldens of runs before: a later run sends it their cases first, as it may
+# still hold them (regrade.grading.grade.load_golden keeps up to a million cells of goldens read).
+KNOWN_GROUPS = 4096
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,14 @@ class CaseWorker:
         self.connection = ours
         self.case: int | None = None
         self.kept: Hashable = None  # what it kept from its last case (grade_in_workers' affinity)
+        self.known: dict[Hashable, None] = {}  # the groups it graded, the latest last: what it may still hold
+
+    def graded(self, group: Hashable) -> None:
+        """Note that it takes a case of ``group`` (at most :data:`KNOWN_GROUPS` are kept in mind)."""
+        self.known.pop(group, None)
+        self.known[group] = None
+        if len(self.known) > KNOWN_GROUPS:
+            del self.known[next(iter(self.known))]
 
     def send(self, index: int, case: Any, first_try: bool = False) -> None:
         """Send a case; on its ``first_try`` the job may answer None, "later" (:class:`WorkerJob`)."""
@@ -184,7 +195,8 @@ def grade_in_workers(cases: Sequence[Any], todo: Iterable[int], workers: int, jo
     read) go to the worker that had the last of them, and an idle worker passes over the cases
     of a group another worker is on (:class:`_Queue`). With a ``warm`` pool, the workers come
     from it (those of the last run with the same ``warm_key``, their engines open) and stay in
-    it when the run ends well."""
+    it when the run ends well; an idle one takes first a group it had in a run before, then
+    one no other worker had. Which worker grades a case never changes its grading."""
     if warm is not None:
         context = warm.context
     elif context is None:
@@ -200,7 +212,12 @@ def grade_in_workers(cases: Sequence[Any], todo: Iterable[int], workers: int, jo
         try:
             while queue or any(w.case is not None for w in pool):
                 while queue and (idle := _idle_worker(pool, workers, job, context)) is not None:
-                    index, idle.kept = queue.take(idle.kept, {w.kept for w in pool if w.case is not None})
+                    others = [w.known for w in pool if w is not idle and w.known]
+                    index, idle.kept = queue.take(idle.kept, {w.kept for w in pool if w.case is not None},
+                                                  idle.known, (lambda group: any(group in known for known in others))
+                                                  if others else None)
+                    if affinity is not None:
+                        idle.graded(idle.kept)
                     idle.send(index, cases[index], first_try=job.grade_or_later is not None and index not in later)
                 for worker in _answered(pool, ctrl_c):
                     held = worker.case
@@ -283,11 +300,19 @@ class _Queue:
         """A case to send again after every case queued now (a group of its own)."""
         self.groups[("again", index)] = deque([index])
 
-    def take(self, kept: Hashable, busy: set[Hashable]) -> tuple[int, Hashable]:
+    def take(self, kept: Hashable, busy: set[Hashable], known: Container[Hashable] = (),
+             known_elsewhere: Callable[[Hashable], bool] | None = None) -> tuple[int, Hashable]:
         """A case and its group for a worker that kept ``kept``, while busy workers keep
-        ``busy``: the next of its own group; else the first of a group no busy worker keeps;
-        else the first."""
-        group = kept if kept in self.groups else next((g for g in self.groups if g not in busy), None)
+        ``busy``: the next of its own group; else the first group no busy worker keeps that it
+        ``known`` (had in a run before), then that no other worker had (``known_elsewhere``),
+        then any; else the first."""
+        group = kept if kept in self.groups else None
+        if group is None and known:
+            group = next((g for g in self.groups if g in known and g not in busy), None)
+        if group is None and known_elsewhere is not None:
+            group = next((g for g in self.groups if g not in busy and not known_elsewhere(g)), None)
+        if group is None:
+            group = next((g for g in self.groups if g not in busy), None)
         if group is None:
             group = next(iter(self.groups))
         indices = self.groups[group]
