@@ -44,6 +44,14 @@ def test_a_warm_worker_takes_first_the_groups_it_had_before_then_those_no_other_
     assert queue.take("g3", {"g4"}, a_had, lambda g: g in b_had) == (4, "g4")  # A: all that is left, B's group
 
 
+def test_a_group_had_before_is_looked_for_only_among_the_next_few():
+    from regrade.run.pool import AFFINITY_LOOKAHEAD
+
+    goldens = [f"g{i}" for i in range(AFFINITY_LOOKAHEAD + 1)]
+    queue = _Queue(goldens, range(len(goldens)), lambda golden: golden)
+    assert queue.take(None, set(), {goldens[-1]: None}, lambda g: True) == (0, "g0")  # too far: the first free one
+
+
 @pytest.mark.slow
 def test_a_warm_pool_keeps_its_case_workers_between_runs_and_the_verdicts_do_not_change(tmp_path):
     # regrade serve's case workers: the second run is graded by the very processes of the first

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import itertools
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -52,6 +53,7 @@ GC_THRESHOLDS = (20_000, 10, 10)
 # A warm case worker's goldens of runs before: a later run sends it their cases first, as it may
 # still hold them (regrade.grading.grade.load_golden keeps up to a million cells of goldens read).
 KNOWN_GROUPS = 4096
+AFFINITY_LOOKAHEAD = 64  # groups looked over for one a worker had: a take costs no more however long the run
 
 
 @dataclass(frozen=True)
@@ -305,12 +307,13 @@ class _Queue:
         """A case and its group for a worker that kept ``kept``, while busy workers keep
         ``busy``: the next of its own group; else the first group no busy worker keeps that it
         ``known`` (had in a run before), then that no other worker had (``known_elsewhere``),
-        then any; else the first."""
+        both among the next :data:`AFFINITY_LOOKAHEAD` groups; then any; else the first."""
         group = kept if kept in self.groups else None
+        ahead = list(itertools.islice(self.groups, AFFINITY_LOOKAHEAD)) if known or known_elsewhere else []
         if group is None and known:
-            group = next((g for g in self.groups if g in known and g not in busy), None)
+            group = next((g for g in ahead if g in known and g not in busy), None)
         if group is None and known_elsewhere is not None:
-            group = next((g for g in self.groups if g not in busy and not known_elsewhere(g)), None)
+            group = next((g for g in ahead if g not in busy and not known_elsewhere(g)), None)
         if group is None:
             group = next((g for g in self.groups if g not in busy), None)
         if group is None:
