@@ -309,11 +309,12 @@ class _Queue:
         ``known`` (had in a run before), then that no other worker had (``known_elsewhere``),
         both among the next :data:`AFFINITY_LOOKAHEAD` groups; then any; else the first."""
         group = kept if kept in self.groups else None
-        ahead = list(itertools.islice(self.groups, AFFINITY_LOOKAHEAD)) if known or known_elsewhere else []
-        if group is None and known:
-            group = next((g for g in ahead if g in known and g not in busy), None)
-        if group is None and known_elsewhere is not None:
-            group = next((g for g in ahead if g not in busy and not known_elsewhere(g)), None)
+        if group is None and (known or known_elsewhere is not None):
+            ahead = list(itertools.islice(self.groups, AFFINITY_LOOKAHEAD))
+            if known:
+                group = next((g for g in ahead if g in known and g not in busy), None)
+            if group is None and known_elsewhere is not None:
+                group = next((g for g in ahead if g not in busy and not known_elsewhere(g)), None)
         if group is None:
             group = next((g for g in self.groups if g not in busy), None)
         if group is None:

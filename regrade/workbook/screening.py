@@ -71,10 +71,12 @@ ZIP_MAGICS = (b"PK\x03\x04", b"PK\x05\x06")
 NOT_A_ZIP = {b"%PDF": "a PDF document", b"\x1f\x8b": "a gzip file", b"<": "an XML or HTML document",
              b"\xef\xbb\xbf<": "an XML or HTML document"}
 SPREADSHEET_CONTENT = re.compile(rb"spreadsheetml\.(sheet|template)\.main\+xml|ms-excel\.(sheet|template|addin)\.macroEnabled")
-DECLARATIONS = tuple(marker.encode(codec) for marker in ("<!DOCTYPE", "<!ENTITY") for codec in ("utf-8", "utf-16-le", "utf-16-be"))
-DECLARATION_OPENINGS = (b"<!", b"<\x00!")  # each of DECLARATIONS holds one: "<!" in UTF-8, "<\0!" in UTF-16 of either order
-NETWORK_FUNCTIONS = re.compile(rb"\b(WEBSERVICE)\s*\(", re.IGNORECASE)
-NETWORK_FUNCTION_NAMES = (b"webservice",)  # each name NETWORK_FUNCTIONS finds, lower-cased
+_CODECS = ("utf-8", "utf-16-le", "utf-16-be")
+DECLARATIONS = tuple(marker.encode(codec) for marker in ("<!DOCTYPE", "<!ENTITY") for codec in _CODECS)
+DECLARATION_OPENINGS = tuple("<!".encode(codec) for codec in _CODECS)  # one of them begins each of DECLARATIONS
+_NETWORK_FUNCTION_NAMES = ("WEBSERVICE",)
+NETWORK_FUNCTIONS = re.compile(rb"\b(" + "|".join(_NETWORK_FUNCTION_NAMES).encode() + rb")\s*\(", re.IGNORECASE)
+NETWORK_FUNCTION_NAMES = tuple(name.lower().encode() for name in _NETWORK_FUNCTION_NAMES)  # what a match holds, lowered
 XML_PART = (".xml", ".rels", ".vml")
 CHUNK = MiB
 # A file's screening is kept, by its path, size, modification time and inode, for as long as the
