@@ -10,7 +10,7 @@ import pytest
 
 wasmtime = pytest.importorskip("wasmtime")
 
-from regrade.engines.wasm_cache import entry_key, load_or_compile  # noqa: E402
+from regrade.engines.wasm_cache import cached_names, entry_key, load_or_compile  # noqa: E402
 
 WAT = '(module (func (export "answer") (result i32) i32.const 42))'
 
@@ -64,3 +64,47 @@ def test_a_cache_that_cannot_be_written_costs_a_compile_not_the_run(wasm, tmp_pa
     compiled: list[Path] = []
     assert loaded(wasm, blocked / "cache", compiled) == 42
     assert loaded(wasm, blocked / "cache", compiled) == 42 and len(compiled) == 2
+
+
+def test_names_the_module_alone_decides_are_asked_once_and_a_bad_entry_is_asked_again(wasm, tmp_path):
+    asked: list[str] = []
+
+    def ask() -> list[str]:  # what the module's exports say (here, its one export's name)
+        asked.append("asked")
+        store = wasmtime.Store()
+        return sorted(wasmtime.Instance(store, wasmtime.Module.from_file(store.engine, str(wasm)), []).exports(store))
+
+    cache = tmp_path / "cache"
+    assert cached_names(wasm, "exports", ask, cache) == ["answer"] and len(asked) == 1
+    assert cached_names(wasm, "exports", ask, cache) == ["answer"] and len(asked) == 1  # read back
+    assert cached_names(wasm, "exports, another question", ask, cache) == ["answer"] and len(asked) == 2
+    entry = next(cache.glob("*.names.json"))
+    for bad in (b'["answer", "forged"]',  # its digest no longer matches
+                b'{"answer": 1}'):  # a matching digest, but no list of names
+        entry.write_bytes(bad)
+        if bad.startswith(b"{"):
+            entry.with_name(entry.name.replace(".json", ".sha256")).write_text(
+                __import__("hashlib").sha256(bad).hexdigest())
+        before = len(asked)
+        assert cached_names(wasm, "exports", ask, cache) == ["answer"] and len(asked) == before + 1
+    wasm.write_bytes(wasmtime.wat2wasm(WAT.replace('"answer"', '"other"')))  # another module: asked again
+    assert cached_names(wasm, "exports", ask, cache) == ["other"]
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    assert cached_names(wasm, "exports", ask, blocked / "cache") == ["other"]  # unwritable: asked, not failed
+
+
+def test_formulons_catalog_kept_on_disk_is_the_one_its_module_gives(tmp_path, monkeypatch):
+    from tests.conftest import require_engines
+
+    require_engines("formulon")
+    from regrade.engines import formulon as formulon_engine
+
+    formulon_engine.FormulonEngine().preload()  # its module compiled (or read from the user's cache) before ...
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # ... a fresh cache: asked of the module, then read back
+    asked = frozenset(formulon_engine._catalog_implemented())
+    for _ in range(2):
+        formulon_engine._implemented.cache_clear()
+        assert formulon_engine._implemented() == asked
+    assert len(list((tmp_path / "regrade" / "wasm").glob("*.names.json"))) == 1
+    assert {"SUM", "VLOOKUP", "XLOOKUP"} <= asked

@@ -65,6 +65,7 @@ from __future__ import annotations
 
 import functools
 import re
+from importlib.metadata import version
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Sequence
 
@@ -77,7 +78,7 @@ from regrade.engines.pipeline import PythonPackageEngine
 from regrade.engines.range_rewrites import last_row_readers, plain_formula_cuts
 from regrade.engines.rules import abstention
 from regrade.engines.totals import TotalsDefects, mend_totals
-from regrade.engines.wasm_cache import cached_module_loading
+from regrade.engines.wasm_cache import cached_module_loading, cached_names
 from regrade.values import CannotEvaluate, CellRef, CellResult, ExcelError, WorkbookFailure, WorkbookValues
 from regrade.workbook.analysis import WorkbookAnalysis
 from regrade.workbook.calls import QUOTED, Call, array_constant, array_expression, calls, structured_reference
@@ -336,13 +337,21 @@ def _structured_departure(graph: FormulaGraph | None, cell: CellRef) -> str:
 
 @functools.cache
 def _implemented() -> frozenset[str]:
-    """The functions Formulon computes (its catalog, less those it lists as unavailable)."""
+    """The functions Formulon computes (its catalog, less those it lists as unavailable): asked of
+    the module once per machine and module (:func:`regrade.engines.wasm_cache.cached_names`)."""
+    from formulon import _c
+
+    asked = f"functions of availability {_IMPLEMENTED}, formulon {version('formulon')}"
+    return frozenset(cached_names(_c._locate_wasm(), asked, _catalog_implemented))
+
+
+def _catalog_implemented() -> list[str]:
     import formulon
 
     catalog = formulon.Workbook
     names = (catalog.function_name_at(index) for index in range(catalog.function_count()))
-    return frozenset(name.upper() for name in names
-                     if (meta := catalog.function_metadata(name)) is not None and meta.availability == _IMPLEMENTED)
+    return sorted(name.upper() for name in names
+                  if (meta := catalog.function_metadata(name)) is not None and meta.availability == _IMPLEMENTED)
 
 
 def _lacked_calls(formula: str) -> list[str]:

@@ -18,17 +18,23 @@ formulon's own ``Module.from_file`` of that file go through a cache on disk:
 
 Every other module wasmtime loads is compiled as before. The values Formulon computes do not
 change: the compiled code is the one wasmtime would make.
+
+What regrade asks of the module alone, and that only the module decides (Formulon's catalog of
+the functions it computes: some 1,600 calls into it, a quarter of a second), is kept beside it
+the same way (:func:`cached_names`): keyed by the module's sha256 and what was asked, read only
+when its digest matches and it is a list of names, else asked afresh.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import os
 import platform
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 MARKER = "_regrade_cached"  # set on the wrapper, so that it is installed once
 
@@ -71,7 +77,7 @@ def load_or_compile(engine: Any, wasm: Path, directory: Path, compile_file: Any)
         pass
     module = compile_file(engine, str(wasm))
     try:
-        _write(directory, key, module.serialize())
+        _write(directory, f"{key}.cwasm", f"{key}.sha256", module.serialize())
     except Exception:  # a cache that cannot be written costs the next process a compile, nothing more
         pass
     return module
@@ -81,9 +87,36 @@ def entry_key(wasm: Path) -> str:
     """What decides the compiled code: the module's bytes, wasmtime's version, the machine and its CPU features."""
     import importlib.metadata
 
-    parts = [hashlib.sha256(wasm.read_bytes()).hexdigest(), importlib.metadata.version("wasmtime"),
-             platform.machine(), _cpu_features()]
+    parts = [_digest(wasm), importlib.metadata.version("wasmtime"), platform.machine(), _cpu_features()]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def cached_names(wasm: Path, asked: str, ask: Callable[[], list[str]], directory: Path | None = None) -> list[str]:
+    """``ask()``, a list of names that the module ``wasm`` alone decides, kept on disk: keyed by
+    the module's sha256 and ``asked`` (what was asked and of which version of its bindings), and
+    read back only when the entry's digest matches and it holds a list of texts. A missing,
+    corrupt or foreign entry is asked afresh (and written again); a cache that cannot be written
+    costs the next process the asking, nothing more."""
+    directory = directory or cache_directory()
+    key = hashlib.sha256(f"{_digest(wasm)}\n{asked}".encode()).hexdigest()
+    try:
+        data = (directory / f"{key}.names.json").read_bytes()
+        if (directory / f"{key}.names.sha256").read_text().strip() == hashlib.sha256(data).hexdigest():
+            names = json.loads(data)
+            if isinstance(names, list) and all(isinstance(name, str) for name in names):
+                return names
+    except Exception:  # absent, unreadable or corrupt: asked afresh
+        pass
+    names = ask()
+    try:
+        _write(directory, f"{key}.names.json", f"{key}.names.sha256", json.dumps(names).encode())
+    except Exception:
+        pass
+    return names
+
+
+def _digest(wasm: Path) -> str:
+    return hashlib.sha256(wasm.read_bytes()).hexdigest()
 
 
 def _cpu_features() -> str:
@@ -96,9 +129,10 @@ def _cpu_features() -> str:
     return platform.processor()
 
 
-def _write(directory: Path, key: str, data: bytes) -> None:
+def _write(directory: Path, entry: str, digest: str, data: bytes) -> None:
+    """``data`` as ``entry`` and its sha256 as ``digest``, each written atomically."""
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-    for name, content in ((f"{key}.cwasm", data), (f"{key}.sha256", hashlib.sha256(data).hexdigest().encode())):
+    for name, content in ((entry, data), (digest, hashlib.sha256(data).hexdigest().encode())):
         handle = tempfile.NamedTemporaryFile(dir=directory, prefix=f".{name}.", delete=False)
         try:
             with handle:
