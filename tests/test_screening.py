@@ -29,3 +29,26 @@ def test_a_network_function_cut_by_the_inflating_chunks_is_found(tmp_path):
     sheet = head + padding + '<sheetData><row r="1"><c r="A1"><f>WebService("http://x")</f><v>0</v></c></row></sheetData></worksheet>'
     assert sheet.encode().index(b"WebService") < CHUNK < sheet.encode().index(b"WebService") + len("WebService")
     assert screen(_book(tmp_path, "cut.xlsx", sheet)).network_functions == ("WEBSERVICE",)
+
+
+def test_the_screening_says_whether_an_array_formula_may_be_there_and_the_search_trusts_it(tmp_path):
+    import openpyxl
+    from openpyxl.worksheet.formula import ArrayFormula
+
+    from regrade.workbook.sheets import array_formula_ranges
+
+    book = openpyxl.Workbook()
+    book.active["A1"], book.active["A2"] = 1, 2
+    book.active["B1"] = "=SUM(A1:A2)"
+    book.save(plain := tmp_path / "plain.xlsx")
+    book.active["C1"] = ArrayFormula("C1:C2", "=A1:A2*2")
+    book.save(arrays := tmp_path / "arrays.xlsx")
+    assert screen(plain).array_formulas is False and array_formula_ranges(plain) == []
+    assert screen(arrays).array_formulas is True and array_formula_ranges(arrays) == [(0, "C1:C2")]
+    head = '<?xml version="1.0" encoding="UTF-8"?><worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">'
+    cut_at = CHUNK - len(head.encode()) - len('<sheetData><row r="1"><c r="A1"><f t="ar')
+    padding = f"<!--{' ' * (cut_at - len('<!---->'))}-->"  # the chunk ends inside t="array"
+    sheet = head + padding + '<sheetData><row r="1"><c r="A1"><f t="array" ref="A1:A2">{1;2}</f><v>1</v></c></row></sheetData></worksheet>'
+    assert sheet.encode().index(b't="array"') < CHUNK < sheet.encode().index(b't="array"') + len('t="array"')
+    cut = _book(tmp_path, "cut.xlsx", sheet)
+    assert screen(cut).array_formulas is True and array_formula_ranges(cut) == [(0, "A1:A2")]

@@ -64,6 +64,9 @@ DEFAULT_LIMITS = Limits()
 class Screening:
     failure: WorkbookFailure | None = None
     network_functions: tuple[str, ...] = ()
+    # False only where the whole file was screened and no XML part holds ``t="array"``, which
+    # every array formula's ``<f>`` does: then no search for one is needed (sheets.array_formula_ranges)
+    array_formulas: bool = True
 
 
 OLE2_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
@@ -77,6 +80,7 @@ DECLARATION_OPENINGS = tuple("<!".encode(codec) for codec in _CODECS)  # one of 
 _NETWORK_FUNCTION_NAMES = ("WEBSERVICE",)
 NETWORK_FUNCTIONS = re.compile(rb"\b(" + "|".join(_NETWORK_FUNCTION_NAMES).encode() + rb")\s*\(", re.IGNORECASE)
 NETWORK_FUNCTION_NAMES = tuple(name.lower().encode() for name in _NETWORK_FUNCTION_NAMES)  # what a match holds, lowered
+ARRAY_FORMULA_MARKER = b't="array"'
 XML_PART = (".xml", ".rels", ".vml")
 CHUNK = MiB
 # A file's screening is kept, by its path, size, modification time and inode, for as long as the
@@ -153,7 +157,7 @@ def _screen_zip(handle, limits: Limits) -> Screening:
     if "[Content_Types].xml" not in names:
         return Screening(WorkbookFailure("unreadable-output", "not an Excel workbook: a zip without [Content_Types].xml"))
     network: set[str] = set()
-    inflated = 0
+    inflated, arrays = 0, False
     try:
         if not SPREADSHEET_CONTENT.search(archive.read("[Content_Types].xml")[: 4 * MiB]):
             return Screening(WorkbookFailure("unreadable-output", "not an Excel workbook: the package holds no spreadsheet"))
@@ -161,22 +165,25 @@ def _screen_zip(handle, limits: Limits) -> Screening:
             found = _inflate(archive, part, limits, limits.max_inflated_bytes - inflated)
             if isinstance(found, WorkbookFailure):
                 return Screening(found)
-            size, calls = found
+            size, calls, marked = found
             inflated += size
             network |= calls
+            arrays = arrays or marked
     except Exception as exc:  # zipfile and zlib raise many kinds: a bad CRC, a broken deflate stream,
         # an unknown compression method, an encrypted zip entry ... all mean the archive is corrupt
         return Screening(WorkbookFailure("unreadable-output", f"a corrupt zip archive: {exc}"))
-    return Screening(network_functions=tuple(sorted(network)))
+    return Screening(network_functions=tuple(sorted(network)), array_formulas=arrays)
 
 
-def _inflate(archive: zipfile.ZipFile, part: zipfile.ZipInfo, limits: Limits, room: int) -> tuple[int, set[str]] | WorkbookFailure:
+def _inflate(archive: zipfile.ZipFile, part: zipfile.ZipInfo, limits: Limits,
+             room: int) -> tuple[int, set[str], bool] | WorkbookFailure:
     """Inflate one part in chunks, never holding more than a chunk or inflating past ``room``;
-    returns its actual size and the network functions it mentions."""
+    returns its actual size, the network functions it mentions and whether it holds
+    :data:`ARRAY_FORMULA_MARKER`."""
     unbounded = copy.copy(part)
     unbounded.file_size = room + 1  # read what the data really inflates to, not what the header claims
     scan = part.filename.lower().endswith(XML_PART)
-    size, tail, calls = 0, b"", set[str]()
+    size, tail, calls, arrays = 0, b"", set[str](), False
     with archive.open(unbounded) as stream:
         while chunk := stream.read(CHUNK):
             size += len(chunk)
@@ -193,10 +200,11 @@ def _inflate(archive: zipfile.ZipFile, part: zipfile.ZipInfo, limits: Limits, ro
                 lowered = window.lower()  # ASCII only, as a bytes pattern's IGNORECASE folds
                 if any(name in lowered for name in NETWORK_FUNCTION_NAMES):  # else the search finds none, 9x slower
                     calls.update(m.group(1).decode().upper() for m in NETWORK_FUNCTIONS.finditer(window))
+                arrays = arrays or ARRAY_FORMULA_MARKER in window
                 tail = window[-32:]
     if size > limits.ratio_floor_bytes and part.compress_size and size / part.compress_size > limits.max_ratio:
         return _bomb(f"{part.filename} is compressed {size / part.compress_size:,.0f}:1")
-    return size, calls
+    return size, calls, arrays
 
 
 def _bomb(detail: str) -> WorkbookFailure:

@@ -16,6 +16,7 @@ from openpyxl.cell.cell import Cell
 from openpyxl.utils.cell import column_index_from_string
 
 from regrade.workbook.formula import boundaries
+from regrade.workbook.screening import screen
 
 MAX_SHEET_BYTES = 64 * 1024 * 1024
 _ARRAY_CELL = re.compile(r'<c r="([A-Z]{1,3})(\d+)"[^>]*>\s*<f\b(?=[^>]*\bt="array")(?:[^>]*\bref="([A-Z0-9:]+)")?')
@@ -55,6 +56,9 @@ def array_formula_ranges(path: Path) -> list[tuple[int, str]]:
 
 def _array_formulas(path: Path) -> list[tuple[int, int, int, str]]:
     found: list[tuple[int, int, int, str]] = []
+    screening = screen(path)  # kept from the screening every reader makes first; it saw every part
+    if screening.failure is None and not screening.array_formulas:
+        return found
     try:
         with zipfile.ZipFile(path) as archive:
             for index, (_, xml) in enumerate(sheet_xmls(archive)):
