@@ -19,7 +19,7 @@ import functools
 import itertools
 import operator
 from dataclasses import dataclass, field
-from typing import Any, Iterable, NamedTuple, Sequence
+from typing import Any, Iterable, NamedTuple, NoReturn, Sequence
 
 from openpyxl.utils.cell import get_column_letter
 
@@ -119,13 +119,13 @@ class WorkbookValues:
         """Pickled with its cells as plain tuples, each once, rebuilt as CellRefs: an engine's
         worker sends tens of thousands over a pipe, and a NamedTuple pickles several times slower."""
         keys = list(self.cells)
-        return _unpacked_values, (self.sheet_names, packed_cells(keys), list(self.cells.values()),
+        return _unpacked_values, (self.sheet_names, _as_tuples(keys), list(self.cells.values()),
                                   _aligned(self.formulas, keys), _aligned(self.number_formats, keys), self.failure)
 
 
 def _aligned(by_cell: dict[CellRef, Any], keys: list[CellRef]) -> list | tuple[list[tuple], list]:
     """The values alone where ``by_cell`` names exactly ``keys`` in order, else its cells and values."""
-    return list(by_cell.values()) if list(by_cell) == keys else (packed_cells(list(by_cell)), list(by_cell.values()))
+    return list(by_cell.values()) if list(by_cell) == keys else (_as_tuples(by_cell), list(by_cell.values()))
 
 
 def _unpacked_values(sheet_names: list[str], keys: list[tuple], values: list, formulas: list | tuple,
@@ -185,13 +185,51 @@ def values_from_answer(answer: WorkbookValues | AlignedValues, asked: list[CellR
 _ABSENT = object()
 
 
-def packed_cells(cells: Sequence[CellRef]) -> list[tuple]:
-    """Cells as plain tuples, to send over a pipe (:func:`unpacked_cells` rebuilds them)."""
+def packed_cells(cells: Sequence[CellRef]) -> list[tuple] | PackedBoxes:
+    """Cells to send over a pipe (:func:`unpacked_cells` rebuilds them): the boxes of
+    :class:`CellBoxes`, else each cell as a plain tuple."""
+    if isinstance(cells, CellBoxes):
+        return PackedBoxes(cells.boxes)
+    return _as_tuples(cells)
+
+
+def unpacked_cells(packed: Sequence[tuple] | PackedBoxes) -> list[CellRef]:
+    """The cells :func:`packed_cells` packed, in their order, as a plain list."""
+    if isinstance(packed, PackedBoxes):
+        return list(itertools.chain.from_iterable(cell_refs_in(*box) for box in packed.boxes))
+    return list(map(_as_cell_ref, packed))
+
+
+def _as_tuples(cells: Iterable[CellRef]) -> list[tuple]:
+    """Cells as plain tuples: a NamedTuple pickles several times slower."""
     return list(map(tuple, cells))
 
 
-def unpacked_cells(packed: Sequence[tuple]) -> list[CellRef]:
-    return list(map(_as_cell_ref, packed))
+@dataclass(frozen=True)
+class PackedBoxes:
+    boxes: tuple[tuple[str, range, range], ...]
+
+
+class CellBoxes(list):
+    """The cells of boxes (sheet, rows, columns), box after box and row by row, as
+    :func:`cell_refs_in` makes them, which knows its boxes: a graded range of a hundred
+    thousand cells goes to an engine's worker as its boxes (:func:`packed_cells`). It cannot
+    be changed: what it holds is always what its boxes say."""
+
+    __slots__ = ("boxes",)
+
+    def __init__(self, boxes: Iterable[tuple[str, range, range]]):
+        self.boxes = tuple(boxes)
+        super().__init__(itertools.chain.from_iterable(cell_refs_in(*box) for box in self.boxes))
+
+    def _unchangeable(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise TypeError("a CellBoxes cannot be changed; copy it with list() first")
+
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _unchangeable
+    append = extend = insert = pop = remove = clear = sort = reverse = _unchangeable
+
+    def __reduce__(self) -> tuple:
+        return CellBoxes, (self.boxes,)
 
 
 _as_cell_ref = functools.partial(tuple.__new__, CellRef)  # CellRef._make without its Python frame: 0.7x the time

@@ -648,3 +648,32 @@ def test_an_engine_workers_answer_aligned_to_the_cells_asked_is_the_same_values(
         assert list(back.cells) == [r for r in asked if r in values.cells] or not aligned
         assert all(type(key) is CellRef for by_cell in (back.cells, back.formulas, back.number_formats) for key in by_cell)
     assert not isinstance(aligned_answer(WorkbookValues(["Sheet1"], {a1: 1}), [a1, a1]), AlignedValues)  # asked twice
+
+
+def test_graded_boxes_cross_to_an_engine_worker_as_their_boxes_and_come_back_the_same_cells():
+    import pickle
+    from multiprocessing.reduction import ForkingPickler
+
+    from regrade.grading.policies import get_policy
+    from regrade.runs.positions import parse_answer_position
+    from regrade.values import CellBoxes, PackedBoxes, packed_cells, unpacked_cells
+
+    class Extent:  # a golden sheet of 2,000 rows and 6 columns, and another
+        def __init__(self, name):
+            self.name, self.max_row, self.max_column = name, 2000, 6
+
+    position = "'Sheet 1'!A1:C1000,B:B,'Other'!D2"
+    boxed = get_policy("spreadsheetbench").targets(position, None, [Extent("Sheet 1"), Extent("Other")])
+    by_hand = ([CellRef("Sheet 1", row, column) for row in range(1, 1001) for column in (1, 2, 3)]
+               + [CellRef("Sheet 1", row, 2) for row in range(1, 2001)] + [CellRef("Other", 2, 4)])
+    assert isinstance(boxed, CellBoxes) and boxed == by_hand and len(parse_answer_position(position).boxes) == 3
+    sent = pickle.loads(ForkingPickler.dumps(packed_cells(boxed)))
+    assert isinstance(sent, PackedBoxes) and len(ForkingPickler.dumps(packed_cells(boxed))) < 300
+    received = unpacked_cells(sent)
+    assert received == by_hand and type(received) is list and all(type(cell) is CellRef for cell in received)
+    assert unpacked_cells(packed_cells(by_hand)) == by_hand  # a plain list: each cell as a tuple
+    for change in (lambda c: c.append(by_hand[0]), lambda c: c.__setitem__(0, by_hand[1]), lambda c: c.sort(),
+                   lambda c: c.__delitem__(0), lambda c: c.extend([]), lambda c: c.__iadd__([by_hand[0]])):
+        with pytest.raises(TypeError):
+            change(boxed)  # what it holds is always what its boxes say
+    assert boxed == by_hand and pickle.loads(pickle.dumps(boxed)) == by_hand

@@ -111,9 +111,10 @@ class IsolatedEngine:
 
     def evaluate(self, path: Path, cells: Sequence[CellRef]) -> WorkbookValues:
         fresh = self._worker is None or self._served == 0  # a crash in a worker that served others: tried again
-        values = self._evaluate_once(path, list(cells))
+        asked = cells if isinstance(cells, list) else list(cells)  # a CellBoxes as it is: sent as its boxes
+        values = self._evaluate_once(path, asked)
         if not fresh and values.failure is not None and values.failure.reason in _FRESH_START_FAULTS:
-            values = self._evaluate_once(path, list(cells))  # the workbook's own verdict, in a fresh worker
+            values = self._evaluate_once(path, asked)  # the workbook's own verdict, in a fresh worker
         return values
 
     def close(self) -> None:

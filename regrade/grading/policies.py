@@ -18,7 +18,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Callable, Protocol, Sequence
 
-from regrade.values import CannotEvaluate, CellRef, CellResult, ExcelError, cell_refs_in
+from regrade.values import CannotEvaluate, CellBoxes, CellRef, CellResult, ExcelError
 from regrade.grading.official import OfficialGraderError, official_targets
 from regrade.runs.positions import PositionError, box_spans, parse_answer_position
 
@@ -179,15 +179,15 @@ class SpreadsheetBenchPolicy:
         if not golden:
             raise TargetError("invalid-golden", "the golden workbook has no sheet")
         default = _default_sheet(answer_sheet, golden)
-        targets: list[CellRef] = []
+        boxes = []
         for box in parsed.boxes:
             extent = _find_sheet(box.sheet or default.name, golden)
             if extent is None:
                 raise TargetError("invalid-position", f"sheet {box.sheet!r} of {position!r} is not in the golden workbook")
             max_row = extent.max_row if box.max_row is None else 1  # a sheet's size is read only when needed
             max_column = extent.max_column if box.max_col is None else 1
-            targets.extend(cell_refs_in(extent.name, *box_spans(box, max_row, max_column)))
-        return targets
+            boxes.append((extent.name, *box_spans(box, max_row, max_column)))
+        return CellBoxes(boxes)
 
     def equal(self, golden: CellResult, output: CellResult) -> bool:
         return spreadsheetbench_equal(golden, output)
