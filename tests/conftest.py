@@ -94,10 +94,20 @@ def shared_engine():
         each.close()
 
 
+@pytest.fixture(scope="session")
+def compiled_modules(tmp_path_factory):
+    """One folder of compiled WebAssembly for the whole session (regrade.engines.wasm_cache):
+    each process a test starts compiles Formulon's module once per session, not once a test."""
+    return tmp_path_factory.mktemp("compiled-modules")
+
+
 @pytest.fixture(autouse=True)
-def private_cache(tmp_path, monkeypatch):
-    """Every test gets its own results cache: none reads or fills the user's."""
+def private_cache(tmp_path, monkeypatch, compiled_modules):
+    """Every test gets its own results cache: none reads or fills the user's. Formulon's
+    compiled module is the session's (tests/test_wasm_cache.py tests that cache on folders of its own)."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    (tmp_path / "cache" / "regrade").mkdir(parents=True)
+    (tmp_path / "cache" / "regrade" / "wasm").symlink_to(compiled_modules, target_is_directory=True)
 
 
 def demo_task_dataset(root: Path, task: str = "59511") -> Path:

@@ -69,6 +69,7 @@ def test_results_are_validated_against_their_models(tmp_path):
         Results.read(bad)
 
 
+@pytest.mark.slow  # several engine starts: seconds on two cores
 def test_audit_benchmark_and_audit_grader(tmp_path):
     audit = regrade.audit_benchmark(DEMO / "dataset", workers=1, limit=2)
     assert len(audit.tasks) == 2 and audit.grader == "spreadsheetbench-official"

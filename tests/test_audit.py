@@ -111,6 +111,7 @@ def half_score(output: str, answer: str, position: str) -> float:
     return 0.5
 
 
+@pytest.mark.slow  # several engine starts: seconds on two cores
 def test_command_and_callable_graders(pack, tmp_path):
     negatives = sum(1 for c in pack.controls if c.kind == "negative")
     positives = len(pack.controls) - negatives
@@ -366,6 +367,7 @@ def test_self_match_and_do_nothing_agree_with_the_official_decisions(tmp_path):
     assert sum(not a for a, _ in ours.values()) >= 6 and sum(i for _, i in ours.values()) >= 6
 
 
+@pytest.mark.slow  # several engine starts: seconds on two cores
 def test_a_recalculation_that_cannot_compute_the_golden_is_reported(tmp_path):
     """The golden caches AGGREGATE's value, as Excel saves it; gnumeric recalculates it to #NAME?."""
     folder = tmp_path / "spreadsheet" / "agg"

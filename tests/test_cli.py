@@ -54,6 +54,7 @@ def test_grade_with_cached_values_passes_the_stale_cache(manifest):
     assert [json.loads(line)["passed"] for line in result.stdout.splitlines()] == [True, True]
 
 
+@pytest.mark.slow  # several engine starts: seconds on two cores
 def test_rescore_writes_provenance_then_cases_and_prints_verdict_counts(manifest, tmp_path):
     require_engines(*ALL_FULL)
     out = tmp_path / "results.jsonl"

@@ -40,6 +40,7 @@ def _corpus_of_59511(tmp_path):
     return corpus, folder
 
 
+@pytest.mark.slow  # several engine starts: seconds on two cores
 def test_a_cache_that_disagrees_with_its_formula_is_counted_and_listed(engines, tmp_path):
     corpus, folder = _corpus_of_59511(tmp_path)
     # case 1: ROUND formulas over ROUNDUP's cache; case 2: openpyxl formulas, no cache at all

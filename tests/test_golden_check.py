@@ -9,6 +9,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from regrade.grading.golden_check import GOLDEN_NOT_REPRODUCED, golden_in_doubt, withheld
 from regrade.grading.policies import get_policy
 from regrade.grading.consensus import consensus
@@ -52,6 +54,7 @@ def test_an_engine_withheld_on_a_cell_leaves_it_to_the_others():
     assert golden_in_doubt(every, list(every)) == [F2]
 
 
+@pytest.mark.slow  # several engine starts: seconds on two cores
 def test_a_stale_golden_is_in_doubt_not_the_output(tmp_path):
     require_engines("ironcalc", "libreoffice")
     golden = stale_golden(tmp_path / f"1_{TASK}_answer.xlsx")

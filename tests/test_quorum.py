@@ -44,6 +44,7 @@ def euroconvert_case(tmp_path, workbook):
     return Case(condition="none", task_id="euro", case=1, output_path=output, answer_path=golden, answer_position="B1")
 
 
+@pytest.mark.slow  # several engine starts: seconds on two cores
 @pytest.mark.parametrize("quorum, verdict, decided_by_one", [(1, ARTIFACT, 1), (2, UNEVALUABLE, 0)])
 def test_a_cell_only_libreoffice_computes_is_decided_by_one_engine_only_at_quorum_one(euroconvert_case, quorum, verdict,
                                                                                         decided_by_one):

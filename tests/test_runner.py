@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from regrade import demo
 from regrade.run import RescoreSettings, ResultCache, rescore_run
 from regrade.runs.cases import spreadsheetbench_cases
@@ -29,6 +31,7 @@ def expected_verdicts() -> dict[str, str]:
             for name, verdict in files.items()}
 
 
+@pytest.mark.slow  # several engine starts: seconds on two cores
 def test_a_pool_gives_the_same_records_in_case_order_as_one_process(tmp_path):
     cases = demo_cases()
     alone = rescore_run(cases, SETTINGS, workers=1)
@@ -51,6 +54,7 @@ def test_a_second_run_takes_every_case_from_the_cache(tmp_path):
     assert second == first
 
 
+@pytest.mark.slow  # several engine starts: seconds on two cores
 def test_an_interrupted_run_resumes_from_what_it_finished(tmp_path):
     cases = demo_cases()
     cache = ResultCache(tmp_path / "cache")
@@ -153,8 +157,6 @@ def test_a_ctrl_c_of_the_run_alone_stops_its_busy_workers_and_leaves_no_process(
     import os
     import signal
 
-    import pytest
-
     from regrade.run import job
     from regrade.run.rescore import longest_first
 
@@ -183,6 +185,7 @@ def test_a_ctrl_c_of_the_run_alone_stops_its_busy_workers_and_leaves_no_process(
     assert not (tmp_path / "stalled case finished").exists()  # stopped mid-case, not waited for
 
 
+@pytest.mark.slow  # several engine starts: seconds on two cores
 def test_cases_that_need_no_engine_are_graded_while_the_engines_start(tmp_path):
     """A Ctrl-C in the first seconds keeps work: the engines start in the background, and a case
     that needs them waits until the cases that need none are graded (and cached)."""

@@ -93,6 +93,7 @@ def comparable(lines: bytes) -> list[dict]:
     return [{k: v for k, v in json.loads(line).items()} for line in lines.splitlines()[1:]]
 
 
+@pytest.mark.slow  # several engine starts: seconds on two cores
 def test_a_run_submitted_over_http_gives_the_results_rescore_gives_and_again_from_the_cache(server, tmp_path):
     from regrade import api
 
