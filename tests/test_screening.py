@@ -52,3 +52,20 @@ def test_the_screening_says_whether_an_array_formula_may_be_there_and_the_search
     assert sheet.encode().index(b't="array"') < CHUNK < sheet.encode().index(b't="array"') + len('t="array"')
     cut = _book(tmp_path, "cut.xlsx", sheet)
     assert screen(cut).array_formulas is True and array_formula_ranges(cut) == [(0, "A1:A2")]
+
+
+def test_an_array_formula_in_a_sheet_part_not_named_xml_is_still_searched_for(tmp_path):
+    import io
+    import zipfile
+
+    from regrade.workbook.sheets import array_formula_ranges
+    from tests.hostile_corpus import zip_bytes
+
+    sheet = worksheet('<sheetData><row r="1"><c r="A1"><f t="array" ref="A1:A2">{1;2}</f><v>1</v></c></row></sheetData>')
+    with zipfile.ZipFile(io.BytesIO(package([("Sheet1", sheet)]))) as archive:
+        parts = {name: archive.read(name) for name in archive.namelist()}
+    parts["xl/worksheets/sheet1.dat"] = parts.pop("xl/worksheets/sheet1.xml")  # the relationship names the part
+    parts["xl/_rels/workbook.xml.rels"] = parts["xl/_rels/workbook.xml.rels"].replace(b"sheet1.xml", b"sheet1.dat")
+    (renamed := tmp_path / "renamed.xlsx").write_bytes(zip_bytes(parts))
+    assert screen(renamed).failure is None and screen(renamed).array_formulas is True
+    assert array_formula_ranges(renamed) == [(0, "A1:A2")]

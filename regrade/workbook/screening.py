@@ -64,7 +64,7 @@ DEFAULT_LIMITS = Limits()
 class Screening:
     failure: WorkbookFailure | None = None
     network_functions: tuple[str, ...] = ()
-    # False only where the whole file was screened and no XML part holds ``t="array"``, which
+    # False only where the whole file was screened and no part holds ``t="array"``, which
     # every array formula's ``<f>`` does: then no search for one is needed (sheets.array_formula_ranges)
     array_formulas: bool = True
 
@@ -191,8 +191,9 @@ def _inflate(archive: zipfile.ZipFile, part: zipfile.ZipInfo, limits: Limits,
                 return _bomb(f"{part.filename} inflates past the {limits.max_inflated_bytes / MiB:,.0f} MB limit")
             if size > part.file_size:
                 return _bomb(f"{part.filename} inflates past its declared {part.file_size:,} bytes")
+            window = tail + chunk
+            arrays = arrays or ARRAY_FORMULA_MARKER in window  # in any part: a sheet's part may be named anyhow
             if scan:
-                window = tail + chunk
                 if any(opening in window for opening in DECLARATION_OPENINGS) and \
                         any(marker in window for marker in DECLARATIONS):
                     return WorkbookFailure("hostile-xml", f"{part.filename} declares a document type or entities "
@@ -200,8 +201,7 @@ def _inflate(archive: zipfile.ZipFile, part: zipfile.ZipInfo, limits: Limits,
                 lowered = window.lower()  # ASCII only, as a bytes pattern's IGNORECASE folds
                 if any(name in lowered for name in NETWORK_FUNCTION_NAMES):  # else the search finds none, 9x slower
                     calls.update(m.group(1).decode().upper() for m in NETWORK_FUNCTIONS.finditer(window))
-                arrays = arrays or ARRAY_FORMULA_MARKER in window
-                tail = window[-32:]
+            tail = window[-32:]
     if size > limits.ratio_floor_bytes and part.compress_size and size / part.compress_size > limits.max_ratio:
         return _bomb(f"{part.filename} is compressed {size / part.compress_size:,.0f}:1")
     return size, calls, arrays
