@@ -102,12 +102,14 @@ def compiled_modules(tmp_path_factory):
 
 
 @pytest.fixture(autouse=True)
-def private_cache(tmp_path, monkeypatch, compiled_modules):
-    """Every test gets its own results cache: none reads or fills the user's. Formulon's
-    compiled module is the session's (tests/test_wasm_cache.py tests that cache on folders of its own)."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    (tmp_path / "cache" / "regrade").mkdir(parents=True)
-    (tmp_path / "cache" / "regrade" / "wasm").symlink_to(compiled_modules, target_is_directory=True)
+def private_cache(tmp_path_factory, monkeypatch, compiled_modules):
+    """Every test gets its own cache folder, outside its ``tmp_path``: none reads or fills the
+    user's. Formulon's compiled module is the session's (tests/test_wasm_cache.py tests that
+    cache on folders of its own)."""
+    cache = tmp_path_factory.mktemp("cache")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    (cache / "regrade").mkdir()
+    (cache / "regrade" / "wasm").symlink_to(compiled_modules, target_is_directory=True)
 
 
 def demo_task_dataset(root: Path, task: str = "59511") -> Path:
