@@ -69,9 +69,7 @@ def load_or_compile(engine: Any, wasm: Path, directory: Path, compile_file: Any)
 
     key = entry_key(wasm)
     try:
-        entry = directory / f"{key}.cwasm"
-        data = entry.read_bytes()
-        if entry.with_suffix(".sha256").read_text().strip() == hashlib.sha256(data).hexdigest():
+        if (data := _read(directory, f"{key}.cwasm", f"{key}.sha256")) is not None:
             return wasmtime.Module.deserialize(engine, data)
     except Exception:  # absent, unreadable, corrupt or another engine's: compiled afresh
         pass
@@ -100,8 +98,7 @@ def cached_names(wasm: Path, asked: str, ask: Callable[[], list[str]], directory
     directory = directory or cache_directory()
     key = hashlib.sha256(f"{_digest(wasm)}\n{asked}".encode()).hexdigest()
     try:
-        data = (directory / f"{key}.names.json").read_bytes()
-        if (directory / f"{key}.names.sha256").read_text().strip() == hashlib.sha256(data).hexdigest():
+        if (data := _read(directory, f"{key}.names.json", f"{key}.names.sha256")) is not None:
             names = json.loads(data)
             if isinstance(names, list) and all(isinstance(name, str) for name in names):
                 return names
@@ -127,6 +124,13 @@ def _cpu_features() -> str:
     except OSError:
         pass
     return platform.processor()
+
+
+def _read(directory: Path, entry: str, digest: str) -> bytes | None:
+    """The bytes of ``entry`` where ``digest`` holds their sha256 (as :func:`_write` wrote them),
+    else None; OSError where either file cannot be read."""
+    data = (directory / entry).read_bytes()
+    return data if (directory / digest).read_text().strip() == hashlib.sha256(data).hexdigest() else None
 
 
 def _write(directory: Path, entry: str, digest: str, data: bytes) -> None:
