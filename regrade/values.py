@@ -196,13 +196,18 @@ def packed_cells(cells: Sequence[CellRef]) -> list[tuple] | PackedBoxes:
 def unpacked_cells(packed: Sequence[tuple] | PackedBoxes) -> list[CellRef]:
     """The cells :func:`packed_cells` packed, in their order, as a plain list."""
     if isinstance(packed, PackedBoxes):
-        return list(itertools.chain.from_iterable(cell_refs_in(*box) for box in packed.boxes))
+        return list(_cells_of_boxes(packed.boxes))
     return list(map(_as_cell_ref, packed))
 
 
 def _as_tuples(cells: Iterable[CellRef]) -> list[tuple]:
     """Cells as plain tuples: a NamedTuple pickles several times slower."""
     return list(map(tuple, cells))
+
+
+def _cells_of_boxes(boxes: Iterable[tuple[str, range, range]]) -> Iterable[CellRef]:
+    """The cells of each box, box after box, as :func:`cell_refs_in` makes them."""
+    return itertools.chain.from_iterable(cell_refs_in(*box) for box in boxes)
 
 
 @dataclass(frozen=True)
@@ -220,7 +225,7 @@ class CellBoxes(list):
 
     def __init__(self, boxes: Iterable[tuple[str, range, range]]):
         self.boxes = tuple(boxes)
-        super().__init__(itertools.chain.from_iterable(cell_refs_in(*box) for box in self.boxes))
+        super().__init__(_cells_of_boxes(self.boxes))
 
     def _unchangeable(self, *args: Any, **kwargs: Any) -> NoReturn:
         raise TypeError("a CellBoxes cannot be changed; copy it with list() first")
