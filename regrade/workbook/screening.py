@@ -191,7 +191,7 @@ def _inflate(archive: zipfile.ZipFile, part: zipfile.ZipInfo, limits: Limits,
                 return _bomb(f"{part.filename} inflates past the {limits.max_inflated_bytes / MiB:,.0f} MB limit")
             if size > part.file_size:
                 return _bomb(f"{part.filename} inflates past its declared {part.file_size:,} bytes")
-            window = tail + chunk
+            window = tail + chunk if tail else chunk  # a part's first chunk, most often its only one: no copy
             arrays = arrays or ARRAY_FORMULA_MARKER in window  # in any part: a sheet's part may be named anyhow
             if scan:
                 if any(opening in window for opening in DECLARATION_OPENINGS) and \
