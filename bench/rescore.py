@@ -1,6 +1,7 @@
 """Benchmark: regrade rescore against the per-file LibreOffice pipeline SpreadsheetBench documents.
 
-    python3 bench/rescore.py [--corpus DIR] [--n N] [--workers W]
+    python3 bench/rescore.py [--corpus DIR] [--n N] [--workers W] [--floor]
+    python3 bench/rescore.py --corpus-manifest PATH   (the whole corpus's manifest, for a corpus run)
 
 Takes the first N answer files of a SpreadsheetBench-layout corpus (default: 200 of
 ../shared/spreadsheetbench) and grades each as if it were an agent's output, three
@@ -74,6 +75,26 @@ def answer_files(corpus: Path, n: int) -> list[dict]:
     return rows
 
 
+def whole_corpus_rows(corpus: Path) -> list[dict]:
+    """Every answer file graded against itself (condition ``answers``), then every input file
+    beside one graded against its answer (``inputs``): the whole-corpus run of docs/benchmarks.md."""
+    answers = answer_files(corpus, 10**9)
+    inputs = []
+    for row in answers:
+        path = Path(row["output_path"])
+        given = path.with_name(path.name.replace("_answer", "_input"))
+        if given != path and given.is_file():
+            inputs.append({**row, "condition": "inputs", "output_path": str(given)})
+    return answers + inputs
+
+
+def write_manifest(rows: list[dict], path: Path) -> None:
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
 def run_measured(command: list[str], scratch: Path, cwd: Path) -> tuple[float, int, subprocess.CompletedProcess]:
     """Wall seconds and peak RSS (KiB, the largest process of its tree) of one command."""
     with tempfile.TemporaryFile("w+", dir=scratch) as out, tempfile.TemporaryFile("w+", dir=scratch) as err:
@@ -144,8 +165,17 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=200)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--floor", action="store_true", help="Also measure the engines' floor (bench/engine_floor.py).")
+    parser.add_argument("--corpus-manifest", type=Path, metavar="PATH",
+                        help="Only write the whole corpus's manifest to PATH (every answer against itself, every "
+                             "input against its answer), for `regrade rescore --manifest PATH`, and stop.")
     parser.add_argument("--warm-engines-child", nargs=2, metavar=("MANIFEST", "SCRATCH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.corpus_manifest:
+        require_corpus(args.corpus)
+        rows = whole_corpus_rows(args.corpus)
+        write_manifest(rows, args.corpus_manifest)
+        print(f"wrote {len(rows)} cases to {args.corpus_manifest}")
+        return
     if args.warm_engines_child:
         manifest, scratch = map(Path, args.warm_engines_child)
         print(json.dumps({"seconds": warm_engines_run(manifest, scratch, args.workers)}))
@@ -156,10 +186,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="regrade-bench-") as tmp:
         scratch = Path(tmp)
         manifest = scratch / "manifest.csv"
-        with manifest.open("w", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows(rows)
+        write_manifest(rows, manifest)
 
         a_started = time.monotonic()
         a_seconds, a_peak, a_verdicts = per_file_libreoffice(rows, scratch)
