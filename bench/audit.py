@@ -12,8 +12,10 @@ a cold run of an installed regrade finds them there), and regrade's source compi
 bytecode first, as installing it from a wheel does. ``--tasks 0`` audits the whole split
 (about 45 minutes a run on two cores).
 
-Prints each run's wall time and exit status, the median wall of each side and their ratio
-(the baseline's over this code's: above 1 means this code is faster), and whether every run
+Prints each run's wall time, its CPU as ``getrusage`` counts the processes it waited for (a lower
+bound: the whole-split audit's 161% of two cores by ``time -v`` was 193% by /proc/stat), and its
+exit status; the median wall of each side and their ratio (the baseline's over this code's:
+above 1 means this code is faster); and whether every run
 made the same pack (its digest) and the same report of both graders. A run whose reports
 differ from the others' is a change of verdicts, not of speed: the script says so and exits 1.
 The last line is one JSON object with these figures.
@@ -25,6 +27,7 @@ import argparse
 import compileall
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -53,9 +56,12 @@ def audit_once(code: Path, scratch: Path, corpus: Path, tasks: int, seed: int, w
                "--controls-from", str(corpus), "--pack-out", str(scratch / "pack"), "--workers", str(workers),
                "--format", "json", *(["--tasks", str(tasks), "--seed", str(seed)] if tasks else [])]
     env = {**os.environ, "XDG_CACHE_HOME": str(scratch / "xdg"), "PYTHONPATH": str(code)}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
     done = subprocess.run(command, capture_output=True, text=True, cwd=scratch, env=env)
     wall = time.monotonic() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)  # the processes the run waited for
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     reports = []
     try:
         for report in json.loads(done.stdout)["reports"]:  # {"format_version", "reports", "warnings"}
@@ -63,7 +69,8 @@ def audit_once(code: Path, scratch: Path, corpus: Path, tasks: int, seed: int, w
     except (json.JSONDecodeError, KeyError, TypeError):
         pass  # no report: the status and stderr say why
     digest = reports[0]["pack_digest"] if reports else None
-    return {"wall_s": round(wall, 1), "status": done.returncode, "pack_digest": digest, "reports": reports,
+    return {"wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "status": done.returncode, "pack_digest": digest,
+            "reports": reports,
             "stderr_tail": done.stderr[-500:] if done.returncode not in (0, 1) else ""}
 
 
@@ -98,8 +105,9 @@ def main() -> None:
                     run = audit_once(sides[side], scratch / f"{side}-{round_}", args.corpus, args.tasks, args.seed,
                                      args.workers)
                     runs[side].append(run)
-                    print(f"{side} ({'HEAD' if side == 'this' else revision[:12]}) round {round_ + 1}: "
-                          f"{run['wall_s']} s, exit {run['status']}, pack {str(run['pack_digest'])[:12]}", flush=True)
+                    print(f"{side} ({'this checkout' if side == 'this' else revision[:12]}) round {round_ + 1}: "
+                          f"{run['wall_s']} s ({run['cpu_s']} CPU s), exit {run['status']}, "
+                          f"pack {str(run['pack_digest'])[:12]}", flush=True)
                     if run["stderr_tail"]:
                         print(f"  stderr: {run['stderr_tail']}", file=sys.stderr)
         finally:
@@ -110,6 +118,7 @@ def main() -> None:
     medians = {side: statistics.median(r["wall_s"] for r in done) for side, done in runs.items()}
     figures = {"tasks": args.tasks or "all", "seed": args.seed, "workers": args.workers, "baseline": revision,
                "walls_s": {side: [r["wall_s"] for r in done] for side, done in runs.items()},
+               "cpu_s": {side: [r["cpu_s"] for r in done] for side, done in runs.items()},
                "median_s": medians, "ratio_baseline_over_this": round(medians["baseline"] / medians["this"], 3),
                "same_pack": same_pack, "same_reports": same_reports,
                "pack_digest": every[0]["pack_digest"] if same_pack else None}
