@@ -15,10 +15,10 @@ bytecode first, as installing it from a wheel does. ``--tasks 0`` audits the who
 Prints each run's wall time, its CPU as ``getrusage`` counts the processes it waited for (a lower
 bound: the whole-split audit's 161% of two cores by ``time -v`` was 193% by /proc/stat), and its
 exit status; the median wall of each side and their ratio (the baseline's over this code's:
-above 1 means this code is faster); and whether every run
-made the same pack (its digest) and the same report of both graders. A run whose reports
-differ from the others' is a change of verdicts, not of speed: the script says so and exits 1.
-The last line is one JSON object with these figures.
+above 1 means this code is faster); and whether every run made the same pack (its digest) and
+the same report of both graders. A run whose reports differ from the others' is a change of
+verdicts, not of speed: the script says so and exits 1. The last line is one JSON object with
+these figures.
 """
 
 from __future__ import annotations
