@@ -40,8 +40,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.corpus import DEFAULT_CORPUS, require_corpus  # noqa: E402
+from regrade.engines.wasm_cache import cache_directory  # noqa: E402
 
-COMPILED_MODULES = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "regrade" / "wasm"
+COMPILED_MODULES = cache_directory()  # this process's, before each run is given an XDG_CACHE_HOME of its own
 
 
 def audit_once(code: Path, scratch: Path, corpus: Path, tasks: int, seed: int, workers: int) -> dict:

@@ -58,7 +58,7 @@ from bench.corpus import DEFAULT_CORPUS, require_corpus  # noqa: E402
 from regrade.engines.cached import CachedEngine  # noqa: E402
 from regrade.grading.policies import TargetError, get_policy  # noqa: E402
 from regrade.grading.grade import GoldenError, grade, load_golden  # noqa: E402
-from regrade.runs.cases import golden_files, load_dataset  # noqa: E402
+from regrade.runs.cases import golden_files, input_file, load_dataset  # noqa: E402
 
 
 
@@ -81,9 +81,8 @@ def whole_corpus_rows(corpus: Path) -> list[dict]:
     answers = answer_files(corpus, 10**9)
     inputs = []
     for row in answers:
-        path = Path(row["output_path"])
-        given = path.with_name(path.name.replace("_answer", "_input"))
-        if given != path and given.is_file():
+        given = input_file(Path(row["answer_path"]), row["task_id"], int(row["case"]))
+        if given is not None:
             inputs.append({**row, "condition": "inputs", "output_path": str(given)})
     return answers + inputs
 
