@@ -170,13 +170,17 @@ def test_cells_read_apart_when_none_reads_another_through_any_formula():
     sheet["G1"] = "=H1+1"  # H1 reads G1 back: a cycle through a formula not asked for
     sheet["H1"] = "=G1*2"
     sheet["I1"] = '=INDIRECT("A1")'  # may read anything
+    sheet["J1"], sheet["K1"] = "=A1+K1", "=YEAR(TODAY())"  # reads TODAY(): one value where the caller holds it so
     graph = graph_of(book)
-    cell = {name: ("Sheet", 1, column) for column, name in enumerate("ABCDEFGHI", start=1)}
+    cell = {name: ("Sheet", 1, column) for column, name in enumerate("ABCDEFGHIJ", start=1)}
     assert graph.read_apart([cell["B"], cell["C"]])
     assert not graph.read_apart([cell["C"], cell["D"]])  # D1 reads C1
     assert graph.read_apart([cell["B"], cell["D"]])
     assert not graph.read_apart([cell["B"], cell["E"]])  # E1 reads B1
     assert not graph.read_apart([cell["B"], cell["F"]])  # RAND differs each time
+    assert not graph.read_apart([cell["B"], cell["J"]])  # TODAY: a volatile
+    assert graph.read_apart([cell["B"], cell["J"]], steady=frozenset({"TODAY"}))
+    assert not graph.read_apart([cell["B"], cell["F"]], steady=frozenset({"TODAY"}))
     assert not graph.read_apart([cell["G"]])  # G1 reads itself through H1
     assert not graph.read_apart([cell["B"], cell["I"]])  # INDIRECT: unknown
     assert not graph.read_apart([("Sheet", 9, 9)])  # not a formula

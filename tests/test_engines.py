@@ -573,6 +573,54 @@ def test_a_bridged_reference_to_a_sheet_whose_name_has_a_space_is_a_reference(tm
     assert IronCalcEngine().evaluate(path, [ref("B1")]).cells[ref("B1")] == 5
 
 
+def test_year_month_day_of_the_clock_are_ironcalcs_own_and_a_cone_reading_today_resolves_once(workbook, monkeypatch):
+    """IronCalc's calendar departs from Excel's only below serial 61 and at 0 (an empty cell),
+    where the bridge computes YEAR, MONTH and DAY; the clock's serial is never there, so
+    YEAR(TODAY()) is IronCalc's own. The SUMPRODUCTs over dates that read it (task 55392's
+    shape) are then read apart, TODAY() being one value within the computation: one resolution
+    of the bridge settles them, not a second pass to find nothing changed."""
+    import regrade.engines.ironcalc.bridge as bridge
+    from regrade.engines.ironcalc.calls import BridgeContext, innermost_call
+
+    today = dt.datetime.now(dt.timezone.utc).date()  # IronCalc's TODAY() is of UTC, the model's time zone
+    june = dt.date(2020, 6, 15)
+    path = workbook({"A1": today, "A2": june, "A4": 30,  # A3 empty: serial 0; 30 is 30 January 1900
+                     "B1": "=YEAR(TODAY())", "B2": "=MONTH(TODAY())", "B3": "=DAY(NOW())",
+                     "C1": "=SUMPRODUCT((YEAR(A1:A4)=B1)*1)", "C2": "=SUMPRODUCT((MONTH(A1:A4)=B2)*1)"})
+    context = BridgeContext(frozenset(), {})
+    assert innermost_call((0, 1, 2), "=YEAR(TODAY())", context) is None
+    assert innermost_call((0, 1, 2), "=YEAR(A1)", context) is not None
+    resolutions = []
+    resolve = bridge._resolve_on_copy
+    monkeypatch.setattr(bridge, "_resolve_on_copy", lambda *args: resolutions.append(1) or resolve(*args))
+    cells = [ref(c) for c in ("B1", "B2", "B3", "C1", "C2")]
+    values = IronCalcEngine().evaluate(path, cells).cells
+    # Excel's calendar: MONTH of serial 0 and of 30 is January; YEAR of both is 1900
+    months = [today.month, june.month, 1, 1]
+    assert [values[c] for c in cells] == [today.year, today.month, today.day, 1 + (june.year == today.year),
+                                          months.count(today.month)]
+    assert len(resolutions) == 1
+    path = workbook({"A1": today, "B2": "=MONTH(NOW())", "C2": "=SUMPRODUCT((MONTH(A1:A4)=B2)*1)"}, name="now.xlsx")
+    resolutions.clear()
+    assert IronCalcEngine().evaluate(path, [ref("C2")]).cells[ref("C2")] == 1 + (today.month == 1) * 3
+    assert len(resolutions) == 2  # NOW() is not one value from one evaluation to the next: a second pass checks
+
+
+def test_ironcalc_computes_again_when_midnight_passes_during_its_computation(workbook, monkeypatch):
+    """A resolution of the bridge that read TODAY() is kept only if the day did not change before
+    the model's last evaluation: when it did, the whole computation is made again."""
+    import regrade.engines.ironcalc.engine as engine
+
+    days = iter([dt.date(2026, 1, 1), dt.date(2026, 1, 2), dt.date(2026, 1, 2), dt.date(2026, 1, 2)])
+    monkeypatch.setattr(engine, "_utc_day", lambda: next(days))
+    computed = []
+    original = IronCalcEngine._computed
+    monkeypatch.setattr(IronCalcEngine, "_computed", lambda self, *args: computed.append(1) or original(self, *args))
+    path = workbook({"A1": 2, "B1": "=A1*21"})
+    assert IronCalcEngine().evaluate(path, [ref("B1")]).cells[ref("B1")] == 42
+    assert len(computed) == 2
+
+
 def test_only_expressions_that_are_one_value_whatever_the_cells_hold_skip_sizing():
     from regrade.engines.ironcalc.argument_texts import plainly_scalar as _plainly_scalar
 

@@ -282,11 +282,13 @@ class FormulaGraph:
                     level[cell] = 1 + max((level[p] for p in reads[cell]), default=-1)
         return [sorted(c for c in wanted if level[c] == n) for n in range(max(level.values(), default=-1) + 1)]
 
-    def read_apart(self, cells: Iterable[Cell]) -> bool:
+    def read_apart(self, cells: Iterable[Cell], steady: frozenset[str] = frozenset()) -> bool:
         """True when the values ``cells`` read do not depend on what ``cells`` hold: none of them
         reads, directly or through other formulas, a cell of the set (itself included), and what
         they read is placed (no open cone) and not volatile. Their formulas may then be changed
-        one by one without changing what the others read."""
+        one by one without changing what the others read. ``steady``: volatile functions the
+        caller holds to one value over its computations (``TODAY`` within one day), which then
+        do not count as volatile."""
         wanted = set(cells)
         if not wanted <= self.formulas.keys():
             return False
@@ -294,7 +296,8 @@ class FormulaGraph:
         areas = {area for found in own for area in found.areas}
         cone = self.cone({c for area in areas for c in self._formulas_in(area)})
         functions = cone.functions.union(*(found.functions for found in own))
-        return not (cone.open or any(found.open for found in own) or cone.cells & wanted or functions & VOLATILE_FUNCTIONS)
+        return not (cone.open or any(found.open for found in own) or cone.cells & wanted
+                    or functions & (VOLATILE_FUNCTIONS - steady))
 
     def _formulas_in(self, area: Area) -> Iterable[Cell]:
         columns = self._columns_by_sheet.get(area.sheet, [])

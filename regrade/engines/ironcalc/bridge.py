@@ -30,7 +30,8 @@ INDEX at one end of a   IronCalc's INDEX gives no reference: ``SUM(A1:INDEX(A:A,
 range                   ``#VALUE!``; regrade writes the cell INDEX points at (an error
                         at either end is the whole range's value)
 YEAR, MONTH, DAY,       IronCalc dates serials below 61 one day off and gives
-EOMONTH, EDATE          ``#NUM!`` for 0, an empty cell (:mod:`regrade.engines.functions.dates`)
+EOMONTH, EDATE          ``#NUM!`` for 0, an empty cell (:mod:`regrade.engines.functions.dates`);
+                        YEAR, MONTH and DAY of TODAY() or NOW(), never there, are IronCalc's
 TEXT of text            IronCalc returns text unchanged: numeric text is not read as its
                         number, the format's text section is not applied; regrade does
                         both and leaves the numbers for IronCalc to format
@@ -55,7 +56,8 @@ an array too large) is left to IronCalc; a SUBTOTAL so left, whose IronCalc valu
 there, is reported with the skipped cells. *Passes* repeat the whole resolution
 until no formula changes, so a call that reads another bridged cell converges; where the
 formula graph shows that no bridged call reads a bridged cell, through any formula
-(:meth:`regrade.workbook.cones.FormulaGraph.read_apart`), the first resolution is the settled
+(:meth:`regrade.workbook.cones.FormulaGraph.read_apart`; TODAY() counts as one value, the
+engine computing again if the day changed), the first resolution is the settled
 one, and no pass repeats it to find that out. A
 chain too long for that (task 42110: each of 45 rows lists the names the rows above
 have not) is resolved one dependency level at a time, in the order of the formula

@@ -33,6 +33,7 @@ reads a cached value, so the comparison policy sees both alike.
 
 from __future__ import annotations
 
+import datetime
 import functools
 from dataclasses import replace
 from typing import Any, Callable, Collection, Sequence
@@ -58,6 +59,7 @@ from regrade.workbook.structured import structured_rewrites
 
 
 _LOOKUPS = frozenset({"VLOOKUP", "HLOOKUP", "XLOOKUP"})
+STEADY_IN_A_DAY = frozenset({"TODAY"})  # volatile, but one value all day (NOW and RAND are not)
 _VALUE = ExcelError("#VALUE!")
 
 class IronCalcEngine(PythonPackageEngine):
@@ -66,6 +68,13 @@ class IronCalcEngine(PythonPackageEngine):
     full = True
 
     def compute(self, analysis: WorkbookAnalysis, cells: Sequence[CellRef]) -> WorkbookValues:
+        day = _utc_day()
+        values = self._computed(analysis, cells)
+        if _utc_day() != day:  # midnight (UTC, the model's time zone) passed: TODAY() was not one value throughout
+            values = self._computed(analysis, cells)
+        return values
+
+    def _computed(self, analysis: WorkbookAnalysis, cells: Sequence[CellRef]) -> WorkbookValues:
         import ironcalc
 
         path = analysis.path
@@ -209,9 +218,16 @@ def _dependency_levels(analysis: WorkbookAnalysis, names: list[str],
 
 
 def _read_apart(analysis: WorkbookAnalysis, names: list[str], cells: list[ModelCell]) -> bool:
-    """Whether no bridged cell reads another, from the file's formula graph (False without one)."""
+    """Whether no bridged cell reads another, from the file's formula graph (False without one).
+    TODAY() is one value within one computation (:meth:`IronCalcEngine.compute` computes again if
+    the day changed during it), so a cone that reads it is read apart all the same."""
     graph = analysis.graph()
-    return graph is not None and graph.read_apart(_cell_refs(names, cells))
+    return graph is not None and graph.read_apart(_cell_refs(names, cells), steady=STEADY_IN_A_DAY)
+
+
+def _utc_day() -> datetime.date:
+    """The day in UTC, the time zone of a model IronCalc loads (``load_from_xlsx``'s default), of its TODAY()."""
+    return datetime.datetime.now(datetime.timezone.utc).date()
 
 
 def _cell_refs(names: list[str], cells: list[ModelCell]) -> list[CellRef]:

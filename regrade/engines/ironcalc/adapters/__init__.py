@@ -4,6 +4,7 @@ value is computed from the evaluated arguments. The adapters are grouped by cate
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Callable
 
@@ -41,8 +42,14 @@ def array_position(args: list[str], in_array: bool, positions: tuple[int, ...] =
 
 
 def date_call(count: int) -> Callable[[list[str], bool], bool]:
-    """A date function of ``count`` arguments; outside array formulas, not over a range (Excel intersects it)."""
-    return lambda args, in_array: len(args) == count and (in_array or ":" not in args[0])
+    """A date function of ``count`` arguments; outside array formulas, not over a range (Excel intersects it).
+    YEAR, MONTH and DAY of TODAY() or NOW() are left to IronCalc: its calendar departs from Excel's
+    only below serial 61 (1 March 1900) and at 0, and the clock's serial is never there."""
+    return lambda args, in_array: (len(args) == count and (in_array or ":" not in args[0])
+                                   and not (count == 1 and _OF_THE_CLOCK.fullmatch(args[0])))
+
+
+_OF_THE_CLOCK = re.compile(r"(?i)\s*(?:TODAY|NOW)\s*\(\s*\)\s*")
 
 
 # IronCalc mishandles arrays computed inside a formula (AVERAGE(IF(range=x, range)) ...); regrade
