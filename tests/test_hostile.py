@@ -140,10 +140,10 @@ def test_a_real_workbook_trips_the_time_limit(million_rows):
 
 
 def test_a_real_workbook_trips_the_memory_limit(million_rows):
-    # pycel loads the whole workbook with openpyxl: a million cells take well over 300 MB (the
+    # pycel loads the whole workbook with openpyxl: a million cells take well over 150 MB (the
     # value-only reading streams the rows it needs and no longer gets near the limit)
-    failure = IsolatedEngine(get_engine("pycel", EngineSettings(timeout_s=120, memory_mb=300))).evaluate(million_rows, [A1]).failure
-    assert failure.reason == "memory-limit" and "300 MB" in failure.detail
+    failure = IsolatedEngine(get_engine("pycel", EngineSettings(timeout_s=120, memory_mb=150))).evaluate(million_rows, [A1]).failure
+    assert failure.reason == "memory-limit" and "150 MB" in failure.detail
 
 
 def test_the_rescore_of_a_case_whose_reading_times_out_is_unevaluable(million_rows, tmp_path):
