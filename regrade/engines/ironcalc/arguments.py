@@ -270,12 +270,18 @@ def offset_area(base: tuple[int, int, int, int, int], numbers: list[object],
 
 
 def read_cell(model: Any, sheet: int, row: int, column: int) -> object:
+    """A cell's value as the bridge computes with it. IronCalc gives a number as a float, a
+    logical value as a bool and text and errors as str, and None for an empty cell (its type
+    then says Number): a float is a number without asking its type, which the bridge's reading
+    of large arrays spends most of its calls on."""
+    value = model.get_cell_value(sheet, row, column)
+    if type(value) is float:
+        return value
+    if value is None and model.is_empty_cell(sheet, row, column):
+        return None
     import ironcalc
 
-    if model.is_empty_cell(sheet, row, column):
-        return None
     kind = model.get_cell_type(sheet, row, column)
-    value = model.get_cell_value(sheet, row, column)
     if kind == ironcalc.CellType.ErrorValue:
         return ExcelError(str(value))
     if kind == ironcalc.CellType.LogicalValue:
