@@ -155,8 +155,10 @@ class IsolatedEngine:
         assert self._connection is not None and self._worker is not None
         try:
             spent_before = process_tree_cpu_seconds(self._worker.pid) if self._worker.pid is not None else None
+            # a preparation another engine made counts against this one's limit as if it had made it
+            charged = getattr(self.engine, "prepared_cpu_s", lambda *_: 0.0)(path, cells)
             self._connection.send((path, packed_cells(cells)))
-            if (overrun := self._await_answer(spent_before)) is not None:
+            if (overrun := self._await_answer(None if spent_before is None else spent_before - charged)) is not None:
                 self._stop(ask_first=False)
                 return WorkbookValues(failure=WorkbookFailure("timeout", overrun))
             outcome = self._connection.recv()

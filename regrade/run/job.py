@@ -13,6 +13,7 @@ import functools
 import time
 
 from regrade.engines.base import Engine
+from regrade.engines.preparation import share_preparations, stop_sharing
 from regrade.engines.registry import open_engine
 from regrade.engines.shared_work import SharingEngine
 from regrade.grading.grade import golden_reading_cpu_s
@@ -53,6 +54,7 @@ def open_worker_engines(settings: RescoreSettings) -> None:
     if _WARM["keep"]:
         close_worker_engines(force=True)  # another run's settings
     _WORKER.clear()  # a forked worker's copies of the parent's engines are the parent's to close
+    share_preparations()  # before the engines' workers fork: what one engine prepares, the others take
     _WORKER["settings"] = settings
     _WORKER["policy"] = get_policy(settings.policy)
     _WORKER["shallow"] = open_engine(settings.shallow, settings.timeout_s, as_grader=True, bridge_work=settings.bridge_work)
@@ -70,6 +72,7 @@ def close_worker_engines(force: bool = False) -> None:
     for engine in engines:
         engine.close()
     _WORKER.clear()
+    stop_sharing()
 
 
 GOLDEN_READING = "golden-reading"  # in engine_work(): regrade's own reading of goldens, which any grader needs
