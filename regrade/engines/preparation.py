@@ -32,7 +32,14 @@ from typing import Iterable
 from regrade.values import CannotEvaluate, CellRef
 
 KEPT = 4  # preparations a case worker keeps: an output's and its golden's, and the case's before
-_SHARED: dict[str, object] = {}  # "folder": the folder, "owner": the pid of the worker that made it
+
+@dataclass
+class _Sharing:
+    folder: Path  # where this process's engines leave their preparations
+    owner: int  # the pid of the worker that made it (a forked child makes its own)
+
+
+_SHARING: _Sharing | None = None
 _RECORD = "preparation.pickle"
 
 
@@ -49,23 +56,24 @@ class Preparation:
 
 def share_preparations() -> None:
     """Share preparations among the engines this process opens from now on (a case worker's)."""
-    if _SHARED.get("owner") == os.getpid():
+    global _SHARING
+    if _SHARING is not None and _SHARING.owner == os.getpid():
         return
-    folder = tempfile.mkdtemp(prefix=f"regrade-prepared-worker-{os.getpid()}-")
-    _SHARED.update(folder=Path(folder), owner=os.getpid())
+    _SHARING = _Sharing(Path(tempfile.mkdtemp(prefix=f"regrade-prepared-worker-{os.getpid()}-")), os.getpid())
 
 
 def stop_sharing() -> None:
     """Remove this process's folder of preparations (a forked child leaves its parent's alone)."""
-    if _SHARED.get("owner") == os.getpid():
-        shutil.rmtree(str(_SHARED["folder"]), ignore_errors=True)
-    _SHARED.clear()
+    global _SHARING
+    if _SHARING is not None and _SHARING.owner == os.getpid():
+        shutil.rmtree(_SHARING.folder, ignore_errors=True)
+    _SHARING = None
 
 
 def preparation_key(path: Path, cells: Iterable[CellRef]) -> str | None:
     """The sha256 of the file's bytes and of the cells asked, in their order; None when
     preparations are not shared here or the file cannot be read."""
-    if "folder" not in _SHARED:
+    if _SHARING is None:
         return None
     try:
         data = path.read_bytes()
@@ -78,9 +86,9 @@ def preparation_key(path: Path, cells: Iterable[CellRef]) -> str | None:
 
 def taken(key: str | None) -> tuple[Preparation, Path] | None:
     """The preparation left under ``key`` and its folder, or None (none left, or unreadable)."""
-    if key is None:
+    if key is None or _SHARING is None:
         return None
-    folder = Path(str(_SHARED["folder"])) / key
+    folder = _SHARING.folder / key
     try:
         with open(folder / _RECORD, "rb") as record:
             preparation = pickle.load(record)  # written by an engine of this worker, in its own folder
@@ -95,9 +103,9 @@ def taken(key: str | None) -> tuple[Preparation, Path] | None:
 
 def leave(key: str | None, preparation: Preparation, copy: Path | None = None) -> None:
     """Leave ``preparation`` (and the copy to compute, if any) under ``key`` for the other engines."""
-    if key is None:
+    if key is None or _SHARING is None:
         return
-    root = Path(str(_SHARED["folder"]))
+    root = _SHARING.folder
     try:
         building = Path(tempfile.mkdtemp(prefix=f"{key}.", dir=root))
     except OSError:  # the folder is gone (its worker stopped sharing)
