@@ -33,6 +33,7 @@ from regrade.values import CannotEvaluate, CellRef
 
 KEPT = 4  # preparations a case worker keeps: an output's and its golden's, and the case's before
 
+
 @dataclass
 class _Sharing:
     folder: Path  # where this process's engines leave their preparations
