@@ -57,6 +57,26 @@ def workbook(tmp_path):
     return make
 
 
+def make_shared(path: Path, column: str, rows: range, text: str) -> None:
+    """Cells ``column`` ``rows`` of the first sheet (formulas openpyxl wrote, with no cached value)
+    made one shared formula whose first cell holds ``text``, as Excel writes one (openpyxl does not)."""
+    import re
+    import zipfile
+
+    with zipfile.ZipFile(path) as archive:
+        parts = {info.filename: archive.read(info) for info in archive.infolist()}
+    sheet = parts["xl/worksheets/sheet1.xml"].decode()
+    area = f"{column}{rows[0]}:{column}{rows[-1]}"
+    for row in rows:
+        element = f'<f t="shared" ref="{area}" si="0">{text}</f>' if row == rows[0] else '<f t="shared" si="0"/>'
+        sheet, count = re.subn(rf'<c r="{column}{row}"([^>]*)><f>[^<]*</f><v */></c>', rf'<c r="{column}{row}"\1>{element}</c>', sheet)
+        assert count == 1
+    parts["xl/worksheets/sheet1.xml"] = sheet.encode()
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in parts.items():
+            archive.writestr(name, data)
+
+
 def require_engines(*names: str) -> None:
     """Skip when an engine is missing here, but fail under CI, which installs them all."""
     import os

@@ -1,8 +1,6 @@
 """The cone copy (workbook/cone_copy.py): which formulas it leaves out, and that the engines
 compute from it the graded values worked out by hand."""
 
-import re
-import zipfile
 from pathlib import Path
 
 import openpyxl
@@ -12,28 +10,13 @@ from regrade.engines.ironcalc.engine import IronCalcEngine
 from regrade.values import CellRef
 from regrade.workbook.cone_copy import CONE_WORK, asks_much_work, write_cone_copy
 from regrade.workbook.cones import load_graph
-from tests.conftest import SHARED, SHARED_ABSENT, require_engines
+from tests.conftest import SHARED, SHARED_ABSENT, make_shared, require_engines
 
 
 def _formulas(path: Path) -> dict[str, str]:
     book = openpyxl.load_workbook(path)
     return {cell.coordinate: cell.value for row in book.active.iter_rows() for cell in row
             if isinstance(cell.value, str) and cell.value.startswith("=")}
-
-
-def _with_shared_formula(path: Path) -> None:
-    """G1:G3 as one shared formula (=A1*3, =A2*3, =A3*3), as Excel writes it (openpyxl does not)."""
-    with zipfile.ZipFile(path) as archive:
-        parts = {info.filename: archive.read(info) for info in archive.infolist()}
-    sheet = parts["xl/worksheets/sheet1.xml"].decode()
-    shared = ['<f t="shared" ref="G1:G3" si="0">A1*3</f>', '<f t="shared" si="0"/>', '<f t="shared" si="0"/>']
-    for row, element in enumerate(shared, start=1):
-        sheet, count = re.subn(rf'<c r="G{row}"([^>]*)><f>[^<]*</f><v */></c>', rf'<c r="G{row}"\1>{element}</c>', sheet)
-        assert count == 1
-    parts["xl/worksheets/sheet1.xml"] = sheet.encode()
-    with zipfile.ZipFile(path, "w") as archive:
-        for name, data in parts.items():
-            archive.writestr(name, data)
 
 
 def test_formulas_no_graded_cell_depends_on_are_left_out(workbook, tmp_path):
@@ -47,7 +30,7 @@ def test_formulas_no_graded_cell_depends_on_are_left_out(workbook, tmp_path):
         "C2": "=A1",  # likewise: it lies above and left of F3, the far corner of what D1 reads
         "G1": "=0", "G2": "=0", "G3": "=0",  # made one shared formula below; D1 reads G3
     })
-    _with_shared_formula(path)
+    make_shared(path, "G", range(1, 4), "A1*3")  # =A1*3, =A2*3, =A3*3
     copy = tmp_path / "copy.xlsx"
     assert write_cone_copy(path, copy, load_graph(path), [CellRef("Sheet1", 1, 4)])
     kept = _formulas(copy)

@@ -537,29 +537,48 @@ def test_sumproduct_over_whole_columns_is_cut_and_keeps_its_values(name, workboo
         assert len(cut) == 4
 
 
-def test_array_formulas_are_imported_rewritten_and_plain_ones_set_after(workbook):
-    # LibreOffice computes array formulas while importing a file, so their rewrites go into the
-    # copy it imports; a plain formula's rewrite is set over UNO after the import
+def test_rewrites_are_written_into_the_copy_libreoffice_imports(workbook, libreoffice):
+    # LibreOffice computes array formulas while importing a file, and each formula set over UNO
+    # costs two calls across its pipe: every rewrite that can be is written into the copy it
+    # imports, a shared formula's cells each as a formula of its own where the whole group is rewritten
     import hashlib
     import openpyxl
     from openpyxl.worksheet.formula import ArrayFormula
 
     from regrade.engines.libreoffice.rewrites import imported_copy
+    from tests.conftest import make_shared
 
-    path = workbook({"F1": "k", "G1": 5, "A1": "k",
+    path = workbook({"F1": "k", "G1": 5, "A1": "k", "A5": 18,
                      "D1": ArrayFormula("D1", '=MAX(IF(F:F=A1,G:G,""))'),
-                     "D2": "=SUMPRODUCT((F:F=A1)*(G:G))", "D3": "=A1"})
+                     "D2": '=SUMPRODUCT((F:F="k")*(G:G))', "D3": "=A1",
+                     "E1": "=0", "E2": "=0", "E3": "=0"})
+    make_shared(path, "E", range(1, 4), "DAY($A$5)+ROW()")  # =DAY($A$5)+1, +2, +3
     before = hashlib.sha256(path.read_bytes()).hexdigest()
     rewrites = libreoffice_rewrites(path)
-    assert {row for _, row, *_ in rewrites} == {1, 2}
+    assert {(row, column) for _, row, column, *_ in rewrites} == {(1, 4), (2, 4), (1, 5), (2, 5), (3, 5)}
     with imported_copy(path, rewrites) as (imported, left):
-        assert imported != path and imported.exists()
-        assert [row for _, row, *_ in left] == [2]  # the plain SUMPRODUCT, set after the import
+        assert imported != path and imported.exists() and left == []
         sheet = openpyxl.load_workbook(imported).active
-        assert sheet["D1"].value.text == '=MAX(IF(F$1:F$4=A1,G$1:G$4,""))'  # one row past the last used (D3)
+        assert sheet["D1"].value.text == '=MAX(IF(F$1:F$6=A1,G$1:G$6,""))'  # one row past the last used (A5)
         assert sheet["D1"].value.ref == "D1"
-        assert sheet["D2"].value == "=SUMPRODUCT((F:F=A1)*(G:G))" and sheet["D3"].value == "=A1"
+        written = {(row, column): text for _, row, column, text, _ in rewrites}
+        assert sheet["D2"].value == written[(2, 4)] != '=SUMPRODUCT((F:F="k")*(G:G))'  # cut at the last used row
+        assert sheet["D3"].value == "=A1"
+        assert [sheet[f"E{row}"].value for row in (1, 2, 3)] == [written[(row, 5)] for row in (1, 2, 3)]
+        assert 't="shared"' not in _sheet_xml(imported)
     assert not imported.exists()  # the copy is removed with its folder
     assert hashlib.sha256(path.read_bytes()).hexdigest() == before  # the input is never changed
-    with imported_copy(path, [r for r in rewrites if r[4] is None]) as (same, left):
-        assert same == path and len(left) == 1  # no array formula rewritten: the file itself
+    with imported_copy(path, [r for r in rewrites if (r[1], r[2]) != (3, 5)]) as (_, left):
+        assert [(row, column) for _, row, column, *_ in left] == [(1, 5), (2, 5)]  # a group partly rewritten: over UNO
+    # by hand: MAX of G where F = "k" is 5, and so is the SUMPRODUCT; serial 18 is 18 January
+    # 1900 in Excel (its serial 1 is 1 January 1900), so DAY 18 and E1:E3 = 19, 20, 21
+    cells = [CellRef("Sheet1", 1, 4), CellRef("Sheet1", 2, 4), *(CellRef("Sheet1", row, 5) for row in (1, 2, 3))]
+    values = libreoffice.evaluate(path, cells)
+    assert [values.cells[c] for c in cells] == [5, 5, 19, 20, 21]
+
+
+def _sheet_xml(path) -> str:
+    import zipfile
+
+    with zipfile.ZipFile(path) as archive:
+        return archive.read("xl/worksheets/sheet1.xml").decode()

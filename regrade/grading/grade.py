@@ -95,6 +95,8 @@ class Golden:
     _last_read: tuple[list[CellRef], int, object, list] | None = None  # values_read's last answer, and for what
     _last_formulas: tuple[Sequence[CellRef], list[CellRef]] | None = None  # formulas_among's last answer, and for what
     _mentions_unrepeatable: bool | None = None  # whether a formula may call a volatile function or read another file
+    _unrepeatable: dict[tuple[CellRef, ...], tuple[list[CellRef], list[CellRef]]] = field(default_factory=dict)
+    _referenced_cells: int | None = None
 
     @property
     def extents(self) -> list[SheetExtent]:
@@ -205,7 +207,14 @@ class Golden:
 
         The usual case (neither) is settled without the formula graph when no formula of the
         file mentions a volatile function or another workbook (a search of its XML as text),
-        else by one walk of the cells' joint cone."""
+        else by one walk of the cells' joint cone. Kept per list of cells: a golden's controls, and
+        a task's conditions, ask it for the same cells, each answer shared and not to be changed."""
+        key = tuple(refs)
+        if (known := self._unrepeatable.get(key)) is None:
+            known = self._unrepeatable[key] = self._find_unrepeatable(refs)
+        return known
+
+    def _find_unrepeatable(self, refs: list[CellRef]) -> tuple[list[CellRef], list[CellRef]]:
         if self._mentions_unrepeatable is None:
             self._mentions_unrepeatable = formulas_may_mention(self.path, _UNREPEATABLE_MENTION)
         if not self._mentions_unrepeatable:
@@ -259,9 +268,11 @@ class Golden:
 
     def referenced_cells(self) -> int:
         """The cells the golden's formulas reference, whole columns counted whole: a count of
-        the work recomputing it asks for (:func:`regrade.workbook.formula.referenced_cells`)."""
-        with _reading(self.path):
-            return sum(referenced_cells(c.text) for c in formula_cells_of(self._formulas()))
+        the work recomputing it asks for (:func:`regrade.workbook.formula.referenced_cells`); counted once."""
+        if self._referenced_cells is None:
+            with _reading(self.path):
+                self._referenced_cells = sum(referenced_cells(c.text) for c in formula_cells_of(self._formulas()))
+        return self._referenced_cells
 
     def all_formulas(self) -> list[CellRef]:
         """Every formula cell of the workbook, sheet by sheet in row order (GoldenError if it breaks)."""

@@ -35,6 +35,8 @@ FORMULA = re.compile(r"<f(?P<attributes>[^>]*)>(?P<text>[^<]+)</f>")  # one with
 ANY_FORMULA = re.compile(r"<f(?:\s[^>]*)?/>|<f(?:\s[^>]*)?>.*?</f>", re.S)
 _V_TEXT = re.compile(r"<v(?:\s[^>]*)?>(?P<text>.*?)</v>", re.S)
 _SHARED_RANGE = re.compile(r'\bt="shared"[^>]*\bref="(?P<ref>[^"]+)"|\bref="(?P<ref2>[^"]+)"[^>]*\bt="shared"')
+_SHARED_INDEX = re.compile(r'\bsi="(\d+)"')
+_FORMULA_KIND = re.compile(r'\st="([^"]*)"')
 _METADATA = re.compile(r'\s(?:cm|vm)="[^"]*"')  # a dynamic array's cell and value metadata: a formula's, not a constant's
 
 Cell = re.Match[str]
@@ -165,6 +167,24 @@ def is_shared(cell: Cell) -> bool:
     return found is not None and 't="shared"' in found.group(0)
 
 
+def shared_index(cell: Cell) -> str | None:
+    """The ``si`` of the shared formula the cell belongs to (its first cell or a follower), or None."""
+    found = ANY_FORMULA.search(cell.group("content") or "")
+    if found is None or 't="shared"' not in found.group(0):
+        return None
+    index = _SHARED_INDEX.search(found.group(0))
+    return None if index is None else index.group(1)
+
+
+def formula_kind(cell: Cell) -> str | None:
+    """The ``t`` of the cell's ``<f>`` ("normal" when absent: ``array``, ``shared``, ``dataTable``), None without one."""
+    found = ANY_FORMULA.search(cell.group("content") or "")
+    if found is None:
+        return None
+    kind = _FORMULA_KIND.search(found.group(0).split(">", 1)[0])
+    return "normal" if kind is None else kind.group(1)
+
+
 # --- the element that replaces a cell ----------------------------------------------------------
 
 
@@ -194,6 +214,13 @@ def respelled(cell: Cell, spelling: str) -> str:
     """The cell's formula replaced by ``spelling`` (plain text, escaped here); its cache kept."""
     content = FORMULA.sub(lambda m: f"<f{m.group('attributes')}>{escape(spelling)}</f>", cell.group("content") or "",
                           count=1)
+    return _element(cell, cell.group("attributes"), content)
+
+
+def with_own_formula(cell: Cell, spelling: str) -> str:
+    """The cell with ``spelling`` as a formula of its own, where it had one of a shared formula
+    (its first cell or a follower): no ``t``, ``ref`` or ``si``; its cache kept."""
+    content = ANY_FORMULA.sub(lambda m: f"<f>{escape(spelling)}</f>", cell.group("content") or "", count=1)
     return _element(cell, cell.group("attributes"), content)
 
 

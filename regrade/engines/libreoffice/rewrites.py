@@ -21,13 +21,19 @@ tall ranges (``SUMPRODUCT((Errors!I:I=A3)*(Errors!Q:Q=L3),Errors!M:M)``, in any 
 and MAX or MIN of an expression computed element by element, in an array formula
 (``{=MAX(IF(F:F=A2,G:G,""))}``).
 
-LibreOffice computes a file's array formulas while importing it, before a rewrite set over
-UNO reaches them (SpreadsheetBench task 17049's first input, 405 such MAX formulas: the
-import took 77 s, the calculation after it 75 s uncut and 0.15 s cut). So the rewrites of
-array formulas are written into a copy of the file that LibreOffice imports instead
+The rewrites are written into a copy of the file that LibreOffice imports instead
 (:func:`imported_copy`): the cell's formula text replaced, every other byte of the package
-kept. A rewrite that cannot be written there (a cell not found as Excel writes one) is set
-over UNO, as every rewrite of a plain formula is.
+kept. LibreOffice computes a file's array formulas while importing it, before a rewrite set over
+UNO reaches them (SpreadsheetBench task 17049's first input, 405 such MAX formulas: the
+import took 77 s, the calculation after it 75 s uncut and 0.15 s cut); and a rewrite set over
+UNO costs two calls across its pipe (6,168 plain formulas of task 55392's answer, its
+structured references and DAY, MONTH and YEAR rewritten: 22.7 s of the helper's 28 s). The
+text written is the one the file's own formula would be, in the grammar LibreOffice imports
+every formula of an xlsx in (OOXML's). A shared formula (ECMA-376 Part 1, 18.3.1.40: the
+group's first cell holds the text, its followers only the group's ``si``) is written as a
+formula of its own in each cell, where every cell of the group is rewritten; a rewrite that
+cannot be written (a cell not found as Excel writes one, a group only partly rewritten, a
+data table's cell) is set over UNO after the import.
 """
 
 from __future__ import annotations
@@ -87,26 +93,19 @@ def libreoffice_rewrites(path: Path) -> list[Rewrite]:
 @contextlib.contextmanager
 def imported_copy(path: Path, rewrites: list[Rewrite]) -> Iterator[tuple[Path, list[Rewrite]]]:
     """The file LibreOffice is to import, and the rewrites left to set over UNO: a copy, in a
-    temporary folder while the block runs, with the rewrites of array formulas written into
-    their cells (the module's text); ``path`` and every rewrite when there are none or none can
-    be written."""
-    arrays = [rewrite for rewrite in rewrites if rewrite[4] is not None]
-    if not arrays:
+    temporary folder while the block runs, with the rewrites written into their cells (the
+    module's text); ``path`` and every rewrite when there are none or none can be written."""
+    if not rewrites:
         yield path, rewrites
         return
     try:
-        sheets = cell_xml.read_sheets(path, {sheet for sheet, *_ in arrays}, MAX_SHEET_BYTES)
+        sheets = cell_xml.read_sheets(path, {sheet for sheet, *_ in rewrites}, MAX_SHEET_BYTES)
     except MemoryError:
         raise  # a limit, not a broken file: the isolating worker reports it
     except READ_ERRORS:  # a part over the size limit (ValueError) among them
         yield path, rewrites
         return
-    elements: dict[CellRef, str] = {}
-    for sheet, row, column, formula, _ in arrays:
-        ref = CellRef(sheet, row, column)
-        cell = sheets.cell(ref)
-        if cell is not None and cell_xml.formula_text(cell) is not None and not cell_xml.is_shared(cell):
-            elements[ref] = cell_xml.respelled(cell, formula.removeprefix("="))
+    elements = _written_rewrites(sheets, rewrites)
     if not elements:
         yield path, rewrites
         return
@@ -115,6 +114,38 @@ def imported_copy(path: Path, rewrites: list[Rewrite]) -> Iterator[tuple[Path, l
         copy = Path(folder) / path.name
         sheets.write_edited(path, copy, elements)
         yield copy, left
+
+
+def _written_rewrites(sheets: cell_xml.SheetsXml, rewrites: list[Rewrite]) -> dict[CellRef, str]:
+    """The new element of each cell whose rewrite can be written into the file (the module's text)."""
+    elements: dict[CellRef, str] = {}
+    shared: dict[tuple[str, str], dict[CellRef, str]] = {}  # (sheet, si) -> its rewritten cells: their text
+    for sheet, row, column, formula, area in rewrites:
+        ref = CellRef(sheet, row, column)
+        cell = sheets.cell(ref)
+        kind = None if cell is None else cell_xml.formula_kind(cell)
+        if cell is None or kind is None:
+            continue
+        text = formula.removeprefix("=")
+        if kind == "shared" and area is None and (index := cell_xml.shared_index(cell)) is not None:
+            shared.setdefault((sheet, index), {})[ref] = text
+        elif (kind == "normal" or area is not None and kind != "shared") and cell_xml.formula_text(cell) is not None:
+            elements[ref] = cell_xml.respelled(cell, text)
+    groups = {sheet: _shared_groups(sheets, sheet) for sheet, _ in shared}
+    for (sheet, index), texts in shared.items():
+        if {ref.coordinate for ref in texts} == groups[sheet][index]:
+            elements.update({ref: cell_xml.with_own_formula(sheets.cell(ref), text)  # type: ignore[arg-type]
+                             for ref, text in texts.items()})
+    return elements
+
+
+def _shared_groups(sheets: cell_xml.SheetsXml, sheet: str) -> dict[str, set[str]]:
+    """The sheet's shared formulas: each one's ``si`` -> the coordinates of its cells."""
+    groups: dict[str, set[str]] = {}
+    for coordinate, cell in sheets.index[sheets.parts[sheet]].items():
+        if (index := cell_xml.shared_index(cell)) is not None:
+            groups.setdefault(index, set()).add(coordinate)
+    return groups
 
 
 def _formula_book(path: Path) -> openpyxl.Workbook | None:
