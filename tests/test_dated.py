@@ -116,3 +116,32 @@ def test_a_golden_past_the_engines_work_budget_is_not_dated(tmp_path):
         for engine in frugal:
             engine.close()
     assert result.verdict == INVALID_GOLDEN and "too large" in result.message
+
+
+def test_a_goldens_formulas_are_counted_and_walked_once_for_all_its_outputs(tmp_path, monkeypatch):
+    # the controls of a generated audit, and the conditions of a task, share one golden: what it
+    # asks of the golden's formulas (the work count, the volatile cone) is found once, not per output
+    import regrade.grading.grade as grade_module
+    from regrade.workbook import cones
+
+    require_engines("ironcalc", "libreoffice", "formulon")
+    counted, walked = [], []
+    real_count, real_cone = grade_module.referenced_cells, cones.FormulaGraph.cone
+    monkeypatch.setattr(grade_module, "referenced_cells", lambda text: counted.append(text) or real_count(text))
+    monkeypatch.setattr(cones.FormulaGraph, "cone", lambda self, refs: walked.append(refs) or real_cone(self, refs))
+    frugal = [open_engine(name, bridge_work=1) for name in ("ironcalc", "libreoffice", "formulon")]
+    golden = saved_book(tmp_path / "golden.xlsx", formula_cell("B1", "DAY(TODAY())+SUM(A2:A3)", "23"))
+    try:
+        verdicts = []
+        for index, formula in enumerate(("=DAY(TODAY())+SUM(A2:A3)", "=1", "=2")):
+            case = Case(condition="none", task_id="t", case=1, output_path=output(tmp_path / f"out{index}.xlsx", formula),
+                        answer_path=golden, answer_position="B1")
+            verdicts.append(rescore_case(case, POLICY, open_engine("cached"), frugal, 2).verdict)
+            if index == 0:
+                first = (len(counted), len(walked))
+    finally:
+        for engine in frugal:
+            engine.close()
+    assert verdicts == [INVALID_GOLDEN] * 3  # too large to date (a budget of 1 referenced cell)
+    assert first[0] == 1 and first[1] >= 1  # the golden's one formula counted; its cone walked
+    assert (len(counted), len(walked)) == first  # the other two outputs asked nothing again

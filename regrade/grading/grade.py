@@ -97,6 +97,7 @@ class Golden:
     _mentions_unrepeatable: bool | None = None  # whether a formula may call a volatile function or read another file
     _unrepeatable: dict[tuple[CellRef, ...], tuple[list[CellRef], list[CellRef]]] = field(default_factory=dict)
     _referenced_cells: int | None = None
+    _volatile_calls: dict[CellRef, frozenset[str]] = field(default_factory=dict)
 
     @property
     def extents(self) -> list[SheetExtent]:
@@ -168,9 +169,11 @@ class Golden:
         """The golden cell's formula, or None (the formulas are read on first use)."""
         return cell_formula(self._formulas()[ref.sheet].cell(ref.row, ref.column))
 
-    def volatile_calls(self, ref: CellRef) -> set[str]:
-        """The volatile functions (TODAY, RAND ...) the cell's value may depend on."""
-        return self._formula_graph().calls_in_cone([ref], VOLATILE_FUNCTIONS)
+    def volatile_calls(self, ref: CellRef) -> frozenset[str]:
+        """The volatile functions (TODAY, RAND ...) the cell's value may depend on (found once)."""
+        if (known := self._volatile_calls.get(ref)) is None:
+            known = self._volatile_calls[ref] = frozenset(self._formula_graph().calls_in_cone([ref], VOLATILE_FUNCTIONS))
+        return known
 
     def problem(self, targets: list[CellRef]) -> str | None:
         """Why the golden cannot judge these cells, or None.
