@@ -3,7 +3,7 @@
 A full engine recomputes every formula of a workbook: what it computes depends on the
 formulas and the constant cells, not on the values Excel cached for its formula cells
 (Formulon recalculates every formula, a stale cache replaced and a missing one computed;
-LibreOffice is opened with recalculation on load forced, ``OOXMLRecalcMode`` 0; IronCalc's
+LibreOffice computes every formula with ``calculateAll`` after loading; IronCalc's
 ``evaluate`` computes every formula cell; regrade's own rules read the formulas, loaded
 without their cached values). So two workbooks whose packages are the same once each formula
 cell's cached value and its type (``<v>``, ``t=``) are removed get the same values from an

@@ -1,9 +1,10 @@
-"""LibreOffice Calc: a warm soffice over UNO, recalculating every formula on load.
+"""LibreOffice Calc: a warm soffice over UNO, recalculating every formula of each workbook.
 
 The UNO bridge lives in Debian's ``python3-uno`` for ``/usr/bin/python3``, so the
 engine talks to a helper process on that interpreter (``worker.py`` beside it),
-which owns a headless soffice with a private, throw-away profile: recalculation on
-load forced (``OOXMLRecalcMode`` = 0, so no stale cache is ever echoed), external
+which owns a headless soffice with a private, throw-away profile: each workbook is loaded
+without computing (``OOXMLRecalcMode`` = 1), its rewrites set, and every formula computed
+once by ``calculateAll`` (a hard recalculation: no stale cache is ever echoed), external
 links never updated, macros never run, and, where ``unshare`` allows it (Linux),
 in a network namespace of its own with no way out. A workbook calling WEBSERVICE,
 which LibreOffice would fetch, is declined (``network-function``) before LibreOffice

@@ -5,8 +5,8 @@
 It starts a headless soffice limited to MEMORY_MB of address space (under SANDBOX COMMAND when given: ``unshare --net
 --map-current-user``, a network namespace with no interface but loopback, which is
 down) with a private profile in PROFILE_DIR (never the user's)
-that recalculates every formula on load, never updates external links and never
-runs macros, then answers requests, one JSON object per line on stdin:
+that never updates external links and never runs macros, then answers requests, one JSON
+object per line on stdin:
 
     {"path": "/abs/book.xlsx", "cells": [["Sheet1", 3, 2], ...],
      "formulas": [["Sheet1", 4, 2, "=SUM('Sheet1'!$B$2:$B$3)", null], ...]}   (Excel syntax, optional;
@@ -41,7 +41,7 @@ from office_files import accept_pipe, remove_office_files  # this file's folder,
 
 PROFILE_SETTINGS = """<?xml version="1.0" encoding="UTF-8"?>
 <oor:items xmlns:oor="http://openoffice.org/2001/registry" xmlns:xs="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
-<item oor:path="/org.openoffice.Office.Calc/Formula/Load"><prop oor:name="OOXMLRecalcMode" oor:op="fuse"><value>0</value></prop></item>
+<item oor:path="/org.openoffice.Office.Calc/Formula/Load"><prop oor:name="OOXMLRecalcMode" oor:op="fuse"><value>1</value></prop></item>
 <item oor:path="/org.openoffice.Office.Calc/Formula/Load"><prop oor:name="ODFRecalcMode" oor:op="fuse"><value>0</value></prop></item>
 <item oor:path="/org.openoffice.Office.Calc/Content/Update"><prop oor:name="Link" oor:op="fuse"><value>2</value></prop></item>
 <item oor:path="/org.openoffice.Office.Common/Security/Scripting"><prop oor:name="MacroSecurityLevel" oor:op="fuse"><value>3</value></prop></item>
@@ -268,7 +268,7 @@ def evaluate(desktop, known: set, request: dict) -> dict:
     try:
         recase_known_functions(doc, known)
         set_excel_formulas(doc, request.get("formulas", []))
-        doc.calculateAll()
+        doc.calculateAll()  # every formula, cached value or not: the profile computes nothing on load
         sheets = list(doc.Sheets.ElementNames)
         wanted: dict = {}
         for name, row, column in request["cells"]:
