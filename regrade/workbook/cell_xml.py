@@ -169,19 +169,26 @@ def is_shared(cell: Cell) -> bool:
 
 def shared_index(cell: Cell) -> str | None:
     """The ``si`` of the shared formula the cell belongs to (its first cell or a follower), or None."""
-    found = ANY_FORMULA.search(cell.group("content") or "")
-    if found is None or 't="shared"' not in found.group(0):
+    if (tag := _formula_tag(cell)) is None or _kind(tag) != "shared":
         return None
-    index = _SHARED_INDEX.search(found.group(0))
+    index = _SHARED_INDEX.search(tag)
     return None if index is None else index.group(1)
 
 
 def formula_kind(cell: Cell) -> str | None:
     """The ``t`` of the cell's ``<f>`` ("normal" when absent: ``array``, ``shared``, ``dataTable``), None without one."""
+    tag = _formula_tag(cell)
+    return None if tag is None else _kind(tag)
+
+
+def _formula_tag(cell: Cell) -> str | None:
+    """The start tag of the cell's ``<f>`` (its attributes, not its text), or None without one."""
     found = ANY_FORMULA.search(cell.group("content") or "")
-    if found is None:
-        return None
-    kind = _FORMULA_KIND.search(found.group(0).split(">", 1)[0])
+    return None if found is None else found.group(0).split(">", 1)[0]
+
+
+def _kind(tag: str) -> str:
+    kind = _FORMULA_KIND.search(tag)
     return "normal" if kind is None else kind.group(1)
 
 
