@@ -1,6 +1,7 @@
 """The cone copy (workbook/cone_copy.py): which formulas it leaves out, and that the engines
 compute from it the graded values worked out by hand."""
 
+import zipfile
 from pathlib import Path
 
 import openpyxl
@@ -56,6 +57,41 @@ def test_a_reference_to_another_workbook_reads_no_cell_of_this_one(workbook, tmp
     copy = tmp_path / "copy.xlsx"
     assert write_cone_copy(path, copy, load_graph(path), [CellRef("Sheet1", 1, 2)])
     assert set(_formulas(copy)) == {"A1", "B1"}
+
+
+# an extension list as Excel writes one after the cells (SpreadsheetBench 55392's sheets carry
+# such): a conditional format whose formula is an <xm:f>, which no engine computes into a cell
+_EXTENSION_LIST = (
+    '<extLst><ext uri="{78C0D931-6437-407d-A8EE-F0AAD7539E65}" '
+    'xmlns:x14="http://schemas.microsoft.com/office/spreadsheetml/2009/9/main">'
+    '<x14:conditionalFormattings><x14:conditionalFormatting '
+    'xmlns:xm="http://schemas.microsoft.com/office/excel/2006/main"><x14:cfRule type="expression" priority="1" '
+    'id="{DB636F27-925E-406A-8DEA-B54ADC02408A}"><xm:f>$A$1&gt;0</xm:f><x14:dxf/></x14:cfRule>'
+    '<xm:sqref>A1:A3</xm:sqref></x14:conditionalFormatting></x14:conditionalFormattings></ext></extLst>')
+
+
+def _with_sheet_xml(path: Path, change) -> None:
+    with zipfile.ZipFile(path) as archive:
+        parts = {info.filename: archive.read(info) for info in archive.infolist()}
+    parts["xl/worksheets/sheet1.xml"] = change(parts["xl/worksheets/sheet1.xml"].decode()).encode()
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in parts.items():
+            archive.writestr(name, data)
+
+
+def test_prefixed_formulas_after_the_cells_leave_the_copy_possible_and_prefixed_cells_do_not(workbook, tmp_path):
+    cells = {"A1": 1, "B1": "=A1*2", "C9": "=SUMPRODUCT(A:A*A:A)"}  # B1 graded; C9 read by nothing
+    after = workbook(cells, name="after.xlsx")
+    _with_sheet_xml(after, lambda xml: xml.replace("</worksheet>", _EXTENSION_LIST + "</worksheet>"))
+    copy = tmp_path / "copy.xlsx"
+    assert write_cone_copy(after, copy, load_graph(after), [CellRef("Sheet1", 1, 2)])
+    assert set(_formulas(copy)) == {"B1"}
+    assert b"<xm:f>$A$1&gt;0</xm:f>" in zipfile.ZipFile(copy).read("xl/worksheets/sheet1.xml")  # left as it was
+    among = workbook(cells, name="among.xlsx")  # a cell's formula prefixed: the copy's patterns would miss it
+    _with_sheet_xml(among, lambda xml: xml.replace("<f>A1*2</f>", '<x:f xmlns:x="http://schemas.openxmlformats.org/'
+                                                                   'spreadsheetml/2006/main">A1*2</x:f>'))
+    assert "<x:f " in zipfile.ZipFile(among).read("xl/worksheets/sheet1.xml").decode()
+    assert not write_cone_copy(among, tmp_path / "copy2.xlsx", load_graph(among), [CellRef("Sheet1", 1, 2)])
 
 
 def test_only_a_workbook_asking_for_much_work_is_narrowed(workbook):

@@ -85,7 +85,7 @@ def cone_parts(archive: zipfile.ZipFile, graph: FormulaGraph, cone: Cone,
         if archive.getinfo(part).file_size > MAX_SHEET_BYTES:
             return None
         data = archive.read(part)
-        if _PREFIXED.search(data) or b't="dataTable"' in data:
+        if _PREFIXED.search(data, 0, _cells_end(data)) or b't="dataTable"' in data:
             return None
         if name not in graph.sheets:  # openpyxl read the sheets otherwise
             return None
@@ -93,6 +93,14 @@ def cone_parts(archive: zipfile.ZipFile, graph: FormulaGraph, cone: Cone,
         if new != data:
             parts[part] = new
     return parts
+
+
+def _cells_end(data: bytes) -> int:
+    """Where a sheet part's cells end: past ``</sheetData>``, or the part's end where there is
+    none. What follows (an extension list's conditional formats and validations, whose
+    ``<xm:f>`` no engine computes into a cell) holds no cell the copy edits."""
+    end = data.find(b"</sheetData>")
+    return len(data) if end < 0 else end + len(b"</sheetData>")
 
 
 def write_cone_copy(path: Path, copy: Path, graph: FormulaGraph, cells: Sequence[CellRef]) -> bool:
