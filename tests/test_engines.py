@@ -179,6 +179,25 @@ def test_the_worker_serves_workbook_after_workbook_and_is_replaced_after_a_timeo
     engine.close()
 
 
+class ShortLivedEngine(IronCalcEngine):
+    workbooks_per_worker = 2
+
+
+def test_a_worker_is_replaced_after_its_engines_number_of_workbooks(workbook):
+    from regrade.engines.libreoffice.engine import LibreOfficeEngine
+
+    path = workbook({"A1": 4, "A2": "=A1*A1"})
+    engine = IsolatedEngine(ShortLivedEngine())
+    pids = []
+    for _ in range(3):
+        assert engine.evaluate(path, [ref("A2")]).cells == {ref("A2"): 16.0}
+        pids.append(engine._worker.pid)
+    engine.close()
+    assert pids[0] == pids[1] != pids[2]  # two workbooks, then a fresh worker
+    assert IsolatedEngine(IronCalcEngine()).workbooks_per_worker == 100
+    assert IsolatedEngine(LibreOfficeEngine()).workbooks_per_worker == 1000  # soffice's start is dear
+
+
 def test_a_crash_in_a_worker_that_served_others_is_tried_again_in_a_fresh_one(workbook):
     path = workbook({"A1": 4, "A2": "=A1*A1"})
     engine = IsolatedEngine(CrashOnSecondEngine())

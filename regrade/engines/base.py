@@ -98,6 +98,9 @@ class EngineBase:
 
     in_default_consensus: ClassVar[bool] = True
     reserved_mb: ClassVar[int] = 0
+    # workbooks one isolating worker evaluates before a fresh one replaces it
+    # (:mod:`regrade.engines.isolation`): an engine whose start is dear keeps its worker longer
+    workbooks_per_worker: ClassVar[int] = 100
 
     def __init__(self, settings: EngineSettings = EngineSettings()) -> None:
         self.settings = settings

@@ -8,7 +8,8 @@ worker; a crash, a timeout or an exhausted memory limit becomes a
 
 The worker lives on between workbooks (forking a fresh one costs more than reading
 a small workbook). A worker that timed out, crashed or ran out of memory is
-replaced, and one that has served :data:`WORKBOOKS_PER_WORKER` workbooks too. A
+replaced, and one that has served its engine's ``workbooks_per_worker`` workbooks
+(:data:`WORKBOOKS_PER_WORKER` for an engine that does not say) too. A
 crash or memory limit in a worker that had served other workbooks is tried once
 more in a fresh one, so the verdict is the workbook's own, not its predecessors'.
 
@@ -65,6 +66,7 @@ class IsolatedEngine:
         self.timeout_s = engine.settings.timeout_s
         self.memory_mb = engine.settings.memory_mb
         self.reserved_mb = engine.reserved_mb
+        self.workbooks_per_worker: int = getattr(engine, "workbooks_per_worker", WORKBOOKS_PER_WORKER)
         self._worker: BaseProcess | None = None
         self._connection: Connection | None = None
         self._scratch: weakref.finalize | None = None  # removes the worker's temporary folder, however it ends
@@ -147,7 +149,7 @@ class IsolatedEngine:
             pass
 
     def _evaluate_once(self, path: Path, cells: list[CellRef]) -> WorkbookValues:
-        if self._worker is None or not self._worker.is_alive() or self._served >= WORKBOOKS_PER_WORKER:
+        if self._worker is None or not self._worker.is_alive() or self._served >= self.workbooks_per_worker:
             self.close()
             self._spawn()
         if self._awaiting_ready and (failure := self._await_ready()) is not None:
