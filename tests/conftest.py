@@ -3,6 +3,10 @@ from pathlib import Path
 
 import pytest
 
+from regrade.xml_parser import let_openpyxl_use_the_c_parser
+
+let_openpyxl_use_the_c_parser()  # openpyxl reads as it does in the regrade command (before any test imports it)
+
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo-run"
 SHARED = ROOT.parent / "shared" / "spreadsheetbench"  # the shared split, beside a clone; a fresh clone has none
