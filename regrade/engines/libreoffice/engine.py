@@ -91,7 +91,7 @@ def network_sandbox() -> list[str]:
 class LibreOfficeEngine(ComputingEngine):
     name = "libreoffice"
     full = True
-    # a worker's start is soffice's (some 3 CPU s), as dear as a hundred small workbooks: a
+    # a worker's start is soffice's, some 1.5 CPU s (a light workbook costs it tens of ms): a
     # worker serves a thousand before it is replaced (one that crashes or passes its memory
     # limit is replaced at once, and the workbook tried again in a fresh one)
     workbooks_per_worker = 1000
