@@ -1,5 +1,6 @@
 import os
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -61,24 +62,32 @@ def workbook(tmp_path):
     return make
 
 
-def make_shared(path: Path, column: str, rows: range, text: str) -> None:
-    """Cells ``column`` ``rows`` of the first sheet (formulas openpyxl wrote, with no cached value)
-    made one shared formula whose first cell holds ``text``, as Excel writes one (openpyxl does not)."""
-    import re
+def edit_first_sheet(path: Path, change: Callable[[str], str]) -> None:
+    """The workbook at ``path`` written again with its first sheet's XML passed through ``change``."""
     import zipfile
 
     with zipfile.ZipFile(path) as archive:
         parts = {info.filename: archive.read(info) for info in archive.infolist()}
-    sheet = parts["xl/worksheets/sheet1.xml"].decode()
-    area = f"{column}{rows[0]}:{column}{rows[-1]}"
-    for row in rows:
-        element = f'<f t="shared" ref="{area}" si="0">{text}</f>' if row == rows[0] else '<f t="shared" si="0"/>'
-        sheet, count = re.subn(rf'<c r="{column}{row}"([^>]*)><f>[^<]*</f><v */></c>', rf'<c r="{column}{row}"\1>{element}</c>', sheet)
-        assert count == 1
-    parts["xl/worksheets/sheet1.xml"] = sheet.encode()
+    parts["xl/worksheets/sheet1.xml"] = change(parts["xl/worksheets/sheet1.xml"].decode()).encode()
     with zipfile.ZipFile(path, "w") as archive:
         for name, data in parts.items():
             archive.writestr(name, data)
+
+
+def make_shared(path: Path, column: str, rows: range, text: str) -> None:
+    """Cells ``column`` ``rows`` of the first sheet (formulas openpyxl wrote, with no cached value)
+    made one shared formula whose first cell holds ``text``, as Excel writes one (openpyxl does not)."""
+    import re
+
+    def shared(sheet: str) -> str:
+        area = f"{column}{rows[0]}:{column}{rows[-1]}"
+        for row in rows:
+            element = f'<f t="shared" ref="{area}" si="0">{text}</f>' if row == rows[0] else '<f t="shared" si="0"/>'
+            sheet, count = re.subn(rf'<c r="{column}{row}"([^>]*)><f>[^<]*</f><v */></c>', rf'<c r="{column}{row}"\1>{element}</c>', sheet)
+            assert count == 1
+        return sheet
+
+    edit_first_sheet(path, shared)
 
 
 def require_engines(*names: str) -> None:

@@ -11,7 +11,7 @@ from regrade.engines.ironcalc.engine import IronCalcEngine
 from regrade.values import CellRef
 from regrade.workbook.cone_copy import CONE_WORK, asks_much_work, write_cone_copy
 from regrade.workbook.cones import load_graph
-from tests.conftest import SHARED, SHARED_ABSENT, make_shared, require_engines
+from tests.conftest import SHARED, SHARED_ABSENT, edit_first_sheet, make_shared, require_engines
 
 
 def _formulas(path: Path) -> dict[str, str]:
@@ -70,25 +70,16 @@ _EXTENSION_LIST = (
     '<xm:sqref>A1:A3</xm:sqref></x14:conditionalFormatting></x14:conditionalFormattings></ext></extLst>')
 
 
-def _with_sheet_xml(path: Path, change) -> None:
-    with zipfile.ZipFile(path) as archive:
-        parts = {info.filename: archive.read(info) for info in archive.infolist()}
-    parts["xl/worksheets/sheet1.xml"] = change(parts["xl/worksheets/sheet1.xml"].decode()).encode()
-    with zipfile.ZipFile(path, "w") as archive:
-        for name, data in parts.items():
-            archive.writestr(name, data)
-
-
 def test_prefixed_formulas_after_the_cells_leave_the_copy_possible_and_prefixed_cells_do_not(workbook, tmp_path):
     cells = {"A1": 1, "B1": "=A1*2", "C9": "=SUMPRODUCT(A:A*A:A)"}  # B1 graded; C9 read by nothing
     after = workbook(cells, name="after.xlsx")
-    _with_sheet_xml(after, lambda xml: xml.replace("</worksheet>", _EXTENSION_LIST + "</worksheet>"))
+    edit_first_sheet(after, lambda xml: xml.replace("</worksheet>", _EXTENSION_LIST + "</worksheet>"))
     copy = tmp_path / "copy.xlsx"
     assert write_cone_copy(after, copy, load_graph(after), [CellRef("Sheet1", 1, 2)])
     assert set(_formulas(copy)) == {"B1"}
     assert b"<xm:f>$A$1&gt;0</xm:f>" in zipfile.ZipFile(copy).read("xl/worksheets/sheet1.xml")  # left as it was
     among = workbook(cells, name="among.xlsx")  # a cell's formula prefixed: the copy's patterns would miss it
-    _with_sheet_xml(among, lambda xml: xml.replace("<f>A1*2</f>", '<x:f xmlns:x="http://schemas.openxmlformats.org/'
+    edit_first_sheet(among, lambda xml: xml.replace("<f>A1*2</f>", '<x:f xmlns:x="http://schemas.openxmlformats.org/'
                                                                    'spreadsheetml/2006/main">A1*2</x:f>'))
     assert "<x:f " in zipfile.ZipFile(among).read("xl/worksheets/sheet1.xml").decode()
     assert not write_cone_copy(among, tmp_path / "copy2.xlsx", load_graph(among), [CellRef("Sheet1", 1, 2)])

@@ -93,6 +93,9 @@ class Engine(Protocol):
 EngineFactory = Callable[[EngineSettings], Engine]
 
 
+WORKBOOKS_PER_WORKER = 100  # an engine's isolating worker is replaced after this many (EngineBase.workbooks_per_worker)
+
+
 class EngineBase:
     """Defaults for the optional parts of :class:`Engine`: nothing to start or close."""
 
@@ -100,7 +103,7 @@ class EngineBase:
     reserved_mb: ClassVar[int] = 0
     # workbooks one isolating worker evaluates before a fresh one replaces it
     # (:mod:`regrade.engines.isolation`): an engine whose start is dear keeps its worker longer
-    workbooks_per_worker: ClassVar[int] = 100
+    workbooks_per_worker: ClassVar[int] = WORKBOOKS_PER_WORKER
 
     def __init__(self, settings: EngineSettings = EngineSettings()) -> None:
         self.settings = settings

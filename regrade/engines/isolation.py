@@ -40,12 +40,11 @@ from typing import Sequence
 
 from regrade.processes.cpu_time import process_tree_cpu_seconds, wall_backstop_s
 from regrade.processes.supervisor import ORPHAN_CHECK_S, die_with_parent, end_processes
-from regrade.engines.base import Engine
+from regrade.engines.base import WORKBOOKS_PER_WORKER, Engine
 from regrade.workbook.screening import forget_screenings
 from regrade.values import (AlignedValues, CellRef, WorkbookFailure, WorkbookValues, aligned_answer, packed_cells,
                             unpacked_cells, values_from_answer)
 
-WORKBOOKS_PER_WORKER = 100
 START_TIMEOUT_S = 120.0  # a worker's engine getting ready (LibreOffice starting soffice): no workbook's time
 CLOSE_TIMEOUT_S = 10.0  # a worker closing its engine (LibreOffice: soffice and its profile)
 TERMINATE_GRACE_S = 3.0  # a worker past its limit, told to close its engine, before it is killed
